@@ -12,6 +12,7 @@ from .analysis import ModuleAnalysis
 from .function_bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
+from .frameworks import call_method as call_method_of
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence, transformed_function
 from .factories import factory_candidates
@@ -19,6 +20,7 @@ from .makers import Makers
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
 from .namespace import ClassInfo, ImportedName, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
+
 from .positions import LineIndex, Position, Range
 from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
 from .tokens import Builder, token_input
@@ -26,7 +28,6 @@ from .value_hints import call_input_hints, call_reads, field_hints, preparations
 
 # Flax fills these in itself on every Linen module; they are not the user's setup.
 _LINEN_MANAGED_FIELDS = frozenset({"parent", "name"})
-_CALL_METHOD = {"linen_module": "__call__", "nnx_module": "__call__", "torch_module": "forward"}
 # How many intermediate classes a reason names before "and N more".
 _REASON_STEPS = 3
 
@@ -294,7 +295,7 @@ def _module_candidate(
         fields = _init_fields(init_owner, configs, nnx=kind == "nnx_module")
         init_params = [f.name for f in fields]
 
-    call_method = _CALL_METHOD[kind]
+    call_method = call_method_of(kind)
     call_inputs: tuple[CallInput, ...] = ()
     call_defined_in = None
     owner = ancestry.definers.get(call_method)

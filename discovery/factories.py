@@ -26,14 +26,12 @@ import libcst as cst
 
 from .analysis import ModuleAnalysis
 from .configs import ConfigReader
-from .frameworks import framework_base
+from .frameworks import call_method, framework_base
 from .namespace import Namespace, dotted_parts, identifier, qualify
 from .parameters import parameters_of
 from .positions import Range
 from .results import Candidate, CandidateKind, SetupField
 
-_CALL_METHODS: dict[CandidateKind, str] = {
-    "linen_module": "__call__", "nnx_module": "__call__", "torch_module": "forward"}
 
 
 def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], configs: ConfigReader,
@@ -156,7 +154,7 @@ def _from_base(function: cst.FunctionDef, kind: CandidateKind, analysis: ModuleA
     return Candidate(
         name=name, qualname=name, kind=kind, name_range=name_range, range=whole,
         reason=f"a function annotated to return {written}",
-        call_method=_CALL_METHODS[kind], call_defined_in=None, call_inputs=(),
+        call_method=call_method(kind), call_defined_in=None, call_inputs=(),
         setup_fields=fields, setup_fields_complete=not any(f.kind == "var_keyword" for f in fields),
         model_factory=True,
     )

@@ -1,70 +1,22 @@
 """What the frameworks' own names mean, written down so nothing has to be imported.
 
 Names are fully qualified ("flax.linen.Module"), i.e. after a file's imports and
-aliases have been applied (see ``namespace.py``). The class tables list the public
-Module subclasses of each namespace (flax 0.12 / torch 2.x); a test checks them
-against the installed libraries when those are available.
+aliases have been applied (see ``namespace.py``). Which base classes make a candidate
+is each framework's own declaration (``CandidateKind.namespaces`` of
+:mod:`capture.frameworks.capabilities`, plain data: ``capture/torch/declaration.py``
+lists ``torch.nn``'s Module subclasses); the JAX function rules below are discovery's
+own reading of function bodies.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import lru_cache
+
+from capture.frameworks import TEST_PLUGINS_ENV, candidate_kinds, framework_names
 
 from .results import CandidateKind
-
-LINEN_MODULE_CLASSES = frozenset(
-    """
-    Module BatchNorm Bidirectional Conv ConvLSTMCell ConvLocal ConvTranspose Dense
-    DenseGeneral Dropout Einsum Embed Fp8DirectDotGeneralOp Fp8DotGeneral
-    Fp8DotGeneralOp Fp8Einsum GRUCell GroupNorm InstanceNorm LSTMCell LayerNorm
-    MGUCell MultiHeadAttention MultiHeadDotProductAttention NANOOFp8DotGeneralOp
-    OptimizedLSTMCell PReLU RMSNorm RNN RNNCellBase SelfAttention Sequential
-    SimpleCell SpectralNorm WeightNorm
-    """.split()
-)
-
-NNX_MODULE_CLASSES = frozenset(
-    """
-    Module BatchNorm Bidirectional Conv ConvTranspose Dict Dropout Einsum Embed
-    GRUCell GroupNorm InstanceNorm LSTMCell LayerNorm Linear LinearGeneral List LoRA
-    LoRALinear MultiHeadAttention OptimizedLSTMCell PReLU RMSNorm RNN RNNCellBase
-    Sequential SimpleCell SpectralNorm WeightNorm
-    """.split()
-)
-
-TORCH_MODULE_CLASSES = frozenset(
-    """
-    Module AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d
-    AdaptiveLogSoftmaxWithLoss AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d
-    AlphaDropout AvgPool1d AvgPool2d AvgPool3d BCELoss BCEWithLogitsLoss BatchNorm1d
-    BatchNorm2d BatchNorm3d Bilinear CELU CTCLoss ChannelShuffle CircularPad1d
-    CircularPad2d CircularPad3d ConstantPad1d ConstantPad2d ConstantPad3d Container
-    Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
-    CosineEmbeddingLoss CosineSimilarity CrossEntropyLoss CrossMapLRN2d DataParallel
-    Dropout Dropout1d Dropout2d Dropout3d ELU Embedding EmbeddingBag
-    FeatureAlphaDropout Flatten Fold FractionalMaxPool2d FractionalMaxPool3d GELU GLU
-    GRU GRUCell GaussianNLLLoss GroupNorm Hardshrink Hardsigmoid Hardswish Hardtanh
-    HingeEmbeddingLoss HuberLoss Identity InstanceNorm1d InstanceNorm2d
-    InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LPPool3d LSTM LSTMCell
-    LayerNorm LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d
-    LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d
-    LazyInstanceNorm1d LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LeakyReLU
-    Linear LinearCrossEntropyLoss LocalResponseNorm LogSigmoid LogSoftmax MSELoss
-    MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d
-    MaxUnpool3d Mish ModuleDict ModuleList MultiLabelMarginLoss
-    MultiLabelSoftMarginLoss MultiMarginLoss MultiheadAttention NLLLoss NLLLoss2d
-    PReLU PairwiseDistance ParameterDict ParameterList PixelShuffle PixelUnshuffle
-    PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU ReLU6
-    ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d
-    ReplicationPad2d ReplicationPad3d SELU Sequential SiLU Sigmoid SmoothL1Loss
-    SoftMarginLoss Softmax Softmax2d Softmin Softplus Softshrink Softsign
-    SyncBatchNorm Tanh Tanhshrink Threshold Transformer TransformerDecoder
-    TransformerDecoderLayer TransformerEncoder TransformerEncoderLayer
-    TripletMarginLoss TripletMarginWithDistanceLoss Unflatten Unfold Upsample
-    UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d
-    """.split()
-)
-
 
 @dataclass(frozen=True, slots=True)
 class FrameworkNamespace:
@@ -76,14 +28,24 @@ class FrameworkNamespace:
     display: str  # how people write the root base
 
 
-# Longest root first, so "flax.experimental.nnx" is not read as something else.
-FRAMEWORK_NAMESPACES: tuple[FrameworkNamespace, ...] = (
-    # NNX lived under flax.experimental before flax 0.8.
-    FrameworkNamespace("flax.experimental.nnx", "nnx_module", NNX_MODULE_CLASSES, "flax.nnx.Module"),
-    FrameworkNamespace("flax.linen", "linen_module", LINEN_MODULE_CLASSES, "flax.linen.Module"),
-    FrameworkNamespace("flax.nnx", "nnx_module", NNX_MODULE_CLASSES, "flax.nnx.Module"),
-    FrameworkNamespace("torch.nn", "torch_module", TORCH_MODULE_CLASSES, "torch.nn.Module"),
-)
+def framework_namespaces() -> tuple[FrameworkNamespace, ...]:
+    """Every registered framework's base-class namespaces (a test plug-in's too), longest
+    root first, so "flax.experimental.nnx" is not read as something else."""
+    return _namespaces(framework_names(), os.environ.get(TEST_PLUGINS_ENV, ""))
+
+
+def call_method(kind: CandidateKind) -> str:
+    """The method a built instance of ``kind`` is called through, as its framework
+    declares it (``forward`` for a Torch module, else ``__call__``)."""
+    declared = candidate_kinds().get(kind)
+    return declared[1].call_method if declared else "__call__"
+
+
+@lru_cache(maxsize=8)
+def _namespaces(frameworks: tuple[str, ...], plugins: str) -> tuple[FrameworkNamespace, ...]:
+    found = [FrameworkNamespace(ns.root, name, ns.classes, ns.display)
+             for name, (_, kind) in candidate_kinds().items() for ns in kind.namespaces]
+    return tuple(sorted(found, key=lambda ns: (-len(ns.root), ns.root)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +63,7 @@ class FrameworkBase:
 
     @property
     def public_name(self) -> str:
-        for ns in FRAMEWORK_NAMESPACES:
+        for ns in framework_namespaces():
             if self.qualified_name.startswith(ns.root + "."):
                 root = ns.display.rsplit(".", 1)[0]
                 return f"{root}.{self.class_name}"
@@ -114,7 +76,7 @@ def framework_base(qualified_name: str) -> FrameworkBase | None:
     Accepts the public path ("torch.nn.Linear") and the defining submodule
     ("torch.nn.modules.linear.Linear", "flax.linen.recurrent.RNNCellBase").
     """
-    for ns in FRAMEWORK_NAMESPACES:
+    for ns in framework_namespaces():
         if qualified_name.startswith(ns.root + "."):
             class_name = qualified_name.rsplit(".", 1)[1]
             if class_name in ns.classes:
@@ -125,7 +87,7 @@ def framework_base(qualified_name: str) -> FrameworkBase | None:
 
 def star_import_provides(module: str, name: str) -> str | None:
     """``from flax.linen import *`` binds ``Dense``: the qualified name it binds, if known."""
-    for ns in FRAMEWORK_NAMESPACES:
+    for ns in framework_namespaces():
         if module == ns.root and name in ns.classes:
             return f"{module}.{name}"
     return None

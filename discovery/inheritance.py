@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar, Union
 
 import libcst as cst
 
-from .frameworks import FRAMEWORK_NAMESPACES, FrameworkBase, framework_base
+from .frameworks import FrameworkBase, framework_base, framework_namespaces
 from .libraries import MAX_LIBRARY_CLASS_DEPTH, MAX_STAR_DEPTH
 from .namespace import (
     AliasOf,
@@ -110,12 +110,17 @@ class Ancestry:
 
 _MAX_REEXPORT_HOPS = 64
 _STDLIB = frozenset(sys.stdlib_module_names)
-# Top-level names whose modules are never looked for in the workspace.
-_NOT_WORKSPACE_ROOTS = _STDLIB | {"jax", "jaxlib", "flax", "torch"}
+# Top-level names whose modules are never looked for in the workspace: these, and the
+# packages of every framework's base-class namespaces (``torch``, ``flax``).
+_NOT_WORKSPACE_ROOTS = _STDLIB | {"jax", "jaxlib"}
 # Never followed into installed files: the standard library, and JAX (no Modules).
 _NOT_LIBRARY_ROOTS = _STDLIB | {"jax", "jaxlib"}
 # Names a module has without binding them: never looked for behind ``import *``.
 _BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _framework_or_stdlib(root: str) -> bool:
+    return root in _NOT_WORKSPACE_ROOTS or any(ns.root.split(".", 1)[0] == root for ns in framework_namespaces())
 T = TypeVar("T")
 
 
@@ -194,7 +199,7 @@ class Resolver:
         if qualified.startswith("."):
             return Unresolved(qualified)  # relative import outside any known package
         parts = tuple(qualified.split("."))
-        if not _is_library(importer) and parts[0] not in _NOT_WORKSPACE_ROOTS:
+        if not _is_library(importer) and not _framework_or_stdlib(parts[0]):
             # The longest prefix that is a workspace module; the rest is looked up in it.
             for split in range(len(parts) - 1, 0, -1):
                 module = self._source.module(".".join(parts[:split]), importer)
@@ -216,7 +221,7 @@ class Resolver:
         if name.startswith("."):
             return None
         root = name.split(".", 1)[0]
-        if not _is_library(importer) and root not in _NOT_WORKSPACE_ROOTS:
+        if not _is_library(importer) and not _framework_or_stdlib(root):
             module = self._source.module(name, importer)
             if module is not None:
                 return module
@@ -379,7 +384,7 @@ def _in_framework_table(qualified: str) -> bool:
     """Under ``torch.nn``/``flax.linen``/``flax.nnx``, whose Module classes are listed
     (``frameworks.py``): ``from flax.linen import *`` is answered by those tables
     (``star_import_provides``), so such a module is never searched for other names."""
-    return any(qualified.startswith(ns.root + ".") for ns in FRAMEWORK_NAMESPACES)
+    return any(qualified.startswith(ns.root + ".") for ns in framework_namespaces())
 
 
 def _normalised(name: str) -> str:

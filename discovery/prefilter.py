@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from .frameworks import framework_namespaces
+
 # A class with a base it could inherit from another workspace file.
 _CLASS_WITH_BASE = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([ \t\\\r\n]*[\w.]", re.MULTILINE)
 
@@ -16,9 +18,11 @@ _CLASS_WITH_BASE = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([ \t\\\r\n]*[\w.]",
 def may_contain_candidates(text: str, *, workspace: bool) -> bool:
     """Could discovery find a candidate in ``text``?
 
-    Every candidate spells its framework somewhere, except a class deriving from a workspace base, which needs an import and a base.
+    Every candidate spells its framework somewhere (JAX, or the package of a framework's
+    base classes: ``torch``, ``flax``), except a class deriving from a workspace base, which
+    needs an import and a base.
     """
-    if "jax" in text or "flax" in text or "torch" in text:
+    if "jax" in text or any(ns.root.split(".", 1)[0] in text for ns in framework_namespaces()):
         return True
     return workspace and "import" in text and _CLASS_WITH_BASE.search(text) is not None
 

@@ -9,10 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from capture.frameworks import framework_of_kind
+
 from .positions import Range
 
-CandidateKind = Literal["jax_function", "linen_module", "nnx_module", "torch_module"]
-Framework = Literal["jax", "torch"]
+# A kind of candidate and its framework: what the registered frameworks declare
+# (``capture.frameworks.capabilities``; "torch_module", "jax_function", "linen_module",
+# "nnx_module" for the two TensorViz ships).
+CandidateKind = str
+Framework = str
 ParameterKind = Literal["positional", "keyword_only", "var_positional", "var_keyword"]
 FieldOrigin = Literal["class_annotation", "init_parameter"]
 # How a configuration class declares its fields: a dataclass (``@dataclass``, or a
@@ -34,12 +39,6 @@ ErrorCode = Literal[
     "internal_error",  # a discovery bug; reported rather than raised
 ]
 
-FRAMEWORK_OF_KIND: dict[CandidateKind, Framework] = {
-    "jax_function": "jax",
-    "linen_module": "jax",
-    "nnx_module": "jax",
-    "torch_module": "torch",
-}
 
 
 class CallInputJson(TypedDict):
@@ -352,7 +351,10 @@ class Candidate:
 
     @property
     def framework(self) -> Framework:
-        return FRAMEWORK_OF_KIND[self.kind]
+        framework = framework_of_kind(self.kind)
+        if framework is None:
+            raise ValueError(f"no registered framework declares the candidate kind {self.kind!r}")
+        return framework
 
     def to_json(self) -> dict[str, Any]:
         return {

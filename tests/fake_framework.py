@@ -20,6 +20,11 @@ Only ``device = "cpu"`` exists: ``cuda:N`` fails the device check (no CPU fallba
 Input factories may build proxies with :func:`array` (only during a fake capture), after
 ``import fake_framework``.
 
+A workspace class deriving from :class:`Module` is what discovery finds for it (its
+declaration, :data:`CAPABILITIES`, names the ``fake_module`` kind and that base), so
+the language server offers a lens on it and the command line's ``file.py:Class``
+shorthand opens it, as for a Torch or Flax module.
+
 It does not ship: a test (or benchmark) makes it a framework by setting
 ``TENSORVIZ_TEST_PLUGINS`` to :data:`PLUGIN` (the registry's way in for plug-ins that do
 not ship, :mod:`capture.frameworks`); the worker inherits that and loads this file. The
@@ -34,16 +39,35 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from capture.frameworks.capabilities import Capabilities, CandidateKind, ClassNamespace
 from capture.graph.model import Capture, Coverage, Operand
 from capture.worker.builder import GraphBuilder
 from capture.worker.context import CaptureContext
 from capture.worker.errors import CaptureError
+from capture.worker.plugin_helpers import code_position
 
 VERSION = "1"
 # The value of ``capture.frameworks.TEST_PLUGINS_ENV`` that makes this file the "fake" framework.
 PLUGIN = f"fake={Path(__file__).resolve()}"
 
 _active: "_Tracer | None" = None
+
+# What the fake framework declares about itself (capture.frameworks.capabilities), as
+# capture/torch/declaration.py does for Torch: the one place the rest of TensorViz
+# learns about it.
+CAPABILITIES = Capabilities(
+    label="Fake",
+    kinds=(CandidateKind("fake_module", "fake module",
+                         namespaces=(ClassNamespace("fake_framework", frozenset({"Module"}), "fake_framework.Module"),),
+                         init_contract="Called with no arguments in the capture worker. Returns a built {name}."),),
+    # cuda:N is accepted by the recipe and refused by the device check (no CPU fallback).
+    devices=("cpu", "cuda"),
+    values_note="Traced by the fake framework: shapes and dtypes only (nothing was computed).",
+)
+
+
+class Module:
+    """The base of a fake model class: built with its init arguments, called with the inputs."""
 
 
 def imported_version() -> str:
@@ -202,12 +226,7 @@ class _Tracer:
 
 
 def _column(frame: Any) -> int:
-    try:
-        positions = list(frame.f_code.co_positions())
-        col = positions[frame.f_lasti // 2][2]
-        return col or 0
-    except (AttributeError, IndexError, TypeError):
-        return 0
+    return code_position(frame.f_code, frame.f_lasti)[1]
 
 
 def _broadcast(a: tuple, b: tuple, op: str) -> tuple:

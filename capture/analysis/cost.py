@@ -29,6 +29,7 @@ import threading
 from typing import Any, Callable
 
 from capture import units
+from capture.frameworks import capabilities
 from capture.graph import gc_pause
 from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
@@ -372,7 +373,8 @@ class LayerCosts:
         cache written into an object the model returns is never read in the same call)."""
         n = self.index.n_nodes
         kinds = self._kept_kinds(born, keys, last)
-        root = self._reused(born, keys, size, last) if self.capture.framework == "jax" else {}
+        # In-place reuse of a dead input's buffer, where the framework declares it (XLA's).
+        root = self._reused(born, keys, size, last) if capabilities(self.capture.framework).reuses_buffers else {}
         self.reuse_root = root
         start: dict[int, int] = {}
         end: dict[int, int] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from capture.frameworks import capabilities
 from capture.graph.tables import ValueTable
 from capture.analysis.loops import STEP_KIND
 from capture.graph.model import format_shape
@@ -242,7 +243,7 @@ class ValueNames:
                     constants.add(cv)
         for v in constants:
             if v not in self.names:
-                self.names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+                self.names[v] = (capabilities(self.capture.framework).external_value, "const")
 
     def _name_outputs(self) -> None:
         """The capture's outputs by their place in what the call returned, where it

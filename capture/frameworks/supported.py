@@ -1,4 +1,5 @@
-"""The framework versions TensorViz supports: the tested floors.
+"""The framework versions TensorViz supports: the tested floors, which each framework's
+declaration holds.
 
 ``pyproject.toml``'s extras name the same floors (``torch>=2.13``); CI installs the exact
 versions it tests with from ``.ci/constraints.txt``. The worker checks the selected
@@ -13,8 +14,12 @@ from __future__ import annotations
 
 import re
 
-# The lowest versions the test suite has been run against (CI: .ci/constraints.txt).
-MIN_VERSIONS: dict[str, str] = {"torch": "2.13", "jax": "0.10.2", "flax": "0.12.8"}
+from . import FRAMEWORK_NAMES, capabilities
+
+# The lowest versions the test suite has been run against (CI: .ci/constraints.txt), as
+# each framework declares them (``Capabilities.min_versions``).
+MIN_VERSIONS: dict[str, str] = {package: floor for name in FRAMEWORK_NAMES
+                                for package, floor in capabilities(name).min_versions.items()}
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:

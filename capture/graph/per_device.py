@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..frameworks import capabilities
 from ..units import nbytes
 from .model import UNCOUNTED, Capture, tree_leaves
 
@@ -256,7 +257,7 @@ def fused(capture: Capture) -> set[int]:
     in the fused loop's registers (an optimizer's update, each moment's chain of multiplies)."""
     cost = capture.cost
     kinds = cost.notes.get("kinds") if cost is not None and isinstance(cost.notes, dict) else None
-    if not isinstance(kinds, dict) or capture.framework != "jax":  # eager Torch writes every result
+    if not isinstance(kinds, dict) or not capabilities(capture.framework).fuses_pointwise:  # eager Torch writes all
         return set()
     pointwise = {op for op, kind in kinds.items() if kind == "pointwise"}
     readers: dict[int, list] = {}

@@ -76,6 +76,7 @@ from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_str
 from . import compiled, per_device
 from .shardings import JaxShardings, devices_record, recipe_mesh, simulate_devices, traced_input_shardings
 from .tracing import trace
+from ..worker.plugin_helpers import describe_type, require_model_factory
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -453,7 +454,7 @@ def _nnx_class_plan(ctx: CaptureContext, nnx: Any, target: type, partial: Partia
         if type(obj) is not target:
             raise CaptureError(
                 "recipe",
-                f"init factory {factory} returned {_describe(obj)}; expected an instance of the "
+                f"init factory {factory} returned {describe_type(obj)}; expected an instance of the "
                 f"selected NNX class {target.__qualname__}",
                 {"expected": target.__qualname__, "found": type(obj).__qualname__},
             )
@@ -487,15 +488,12 @@ def _model_factory_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
     variant=…)``) called with the literal init; the Linen module, NNX module or callable it
     returns is planned as one."""
     ref = ctx.recipe.model
-    if not callable(target) or isinstance(target, type):
-        raise CaptureError("recipe", f"model_factory = true, but {ref} is {_describe(target)}, not a function "
-                                     "that builds the model (a class is built from init without it: omit "
-                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    require_model_factory(ctx, target)
     args, kwargs = ctx.materialize("init", make_tensor)
     with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init"):
         obj = target(*args, **kwargs)
     if not callable(obj):
-        raise CaptureError("recipe", f"{ref} (model_factory = true) returned {_describe(obj)}; expected a Flax "
+        raise CaptureError("recipe", f"{ref} (model_factory = true) returned {describe_type(obj)}; expected a Flax "
                                      "module or a callable to capture with the inputs")
     ctx.after_construction(obj, make_tensor)
     if linen is not None and isinstance(obj, linen.Module):
@@ -517,7 +515,7 @@ def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
         with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init.factory"):
             fn = ctx.call_factory(factory)
         if not callable(fn):
-            raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
+            raise CaptureError("recipe", f"init factory {factory} returned {describe_type(fn)}, which is not callable")
         ctx.after_construction(fn, make_tensor)
         if linen is not None and isinstance(fn, linen.Module):
             # a Linen module as the configured callable: bound ones keep their variables
@@ -527,7 +525,7 @@ def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
         _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init",
                             steps=False)
         if not callable(target):
-            raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
+            raise CaptureError("recipe", f"{ref} is {describe_type(target)}, not a function or a Flax module")
         fn = target
     if nnx is not None:
         return _nnx_plan(nnx, fn, "function", "callable_state")
@@ -565,11 +563,6 @@ def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) ->
         )
 
 
-def _describe(obj: Any) -> str:
-    t = type(obj)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
-
-
 def _fresh_linen(module: Any) -> _Plan:
     # Streams other than "params" (dropout, custom names) get keys derived from the seed
     # as the module asks for them (capture.jax.rngs).
@@ -584,7 +577,7 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     if type(obj) is not target:
         raise CaptureError(
             "recipe",
-            f"init factory {factory} returned {_describe(obj)}; expected the selected Linen class "
+            f"init factory {factory} returned {describe_type(obj)}; expected the selected Linen class "
             f"{target.__qualname__} bound with model.bind(variables)",
             {"expected": target.__qualname__, "found": type(obj).__qualname__},
         )

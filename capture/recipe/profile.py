@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..frameworks import framework_names
+from ..frameworks import Capabilities, capabilities, declared_by, device_forms, framework_names
 from .model import (
     DEFAULT_EVIDENCE,
     DEFAULT_FRAMEWORK,
@@ -51,9 +51,36 @@ from .model import (
 from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table
 from .toml_lines import locator_for
 
-_DEVICE = re.compile(r"^(cpu|tpu|(cuda|tpu):(0|[1-9][0-9]{0,3}))$")
-#: What ``device`` accepts, in words (the recipe's error, the CLI's help).
-DEVICE_WORDS = '"cpu", "cuda:N", or "tpu" / "tpu:N" (JAX only)'
+_DEVICE_INDEX = re.compile(r"0|[1-9][0-9]{0,3}")
+
+
+def is_device(device: Any) -> bool:
+    """Is ``device`` written as a family the frameworks declare takes it (``cpu``,
+    ``cuda:N``, ``tpu`` / ``tpu:N``; :func:`capture.frameworks.device_forms`)?"""
+    if not isinstance(device, str):
+        return False
+    family, sep, index = device.partition(":")
+    form = device_forms().get(family)
+    if form is None:
+        return False
+    if sep:
+        return form in ("indexed", "both") and _DEVICE_INDEX.fullmatch(index) is not None
+    return form in ("bare", "both")
+
+
+def device_words() -> str:
+    """What ``device`` accepts, in words (the recipe's error): ``"cpu", "cuda:N", or
+    "tpu" / "tpu:N" (JAX only)``."""
+    spelled = {"bare": '"{0}"', "indexed": '"{0}:N"', "both": '"{0}" / "{0}:N"'}
+    users = [capabilities(n) for n in framework_names()]
+    words = []
+    for family, form in device_forms().items():
+        text = spelled.get(form, '"{0}:N"').format(family)
+        if not all(family in c.devices for c in users):
+            text += f" ({'/'.join(c.word for c in users if family in c.devices)} only)"
+        words.append(text)
+    return ", ".join(words[:-1]) + ", or " + words[-1] if len(words) > 1 else "".join(words)
+
 
 
 # --------------------------------------------------------------------------- the recipe
@@ -318,11 +345,9 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     model = _ref(cx, table["model"], base + ["model"])
     mode = _choice(cx, table, base, "mode", MODES, "eval")
     device = table.get("device", "cpu")
-    if not isinstance(device, str) or not _DEVICE.match(device):
-        raise cx.error(base + ["device"], f"expected {DEVICE_WORDS}, found {_show(device)}")
-    if device.startswith("tpu") and framework != "jax":
-        raise cx.error(base + ["device"], f'device = "{device}" is for JAX captures: a {framework} capture runs on '
-                                          '"cpu" or "cuda:N" (TensorViz has no torch_xla capture)')
+    if not is_device(device):
+        raise cx.error(base + ["device"], f"expected {device_words()}, found {_show(device)}")
+    _check_device(cx, framework, device, base)
     grad_enabled = table.get("grad_enabled", False)
     if type(grad_enabled) is not bool:
         raise cx.error(base + ["grad_enabled"], f"expected true or false, found {_show(grad_enabled)}")
@@ -375,30 +400,52 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     return recipe
 
 
-def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
-    """What the spec rules out for a framework, found before anything is imported."""
-    _check_saved_files_framework(cx, r, base)
-    _check_evidence(cx, r, base)
-    if r.dtype is not None and r.framework != "torch":
-        raise cx.error(base + ["dtype"], f"dtype is a Torch key (the dtype the model is built in); a {r.framework} "
-                                         "model takes its dtypes from its own code and inputs (omit dtype)")
-    _check_mesh(cx, r, base)
-    if r.framework != "jax":
-        if r.compile != "auto":
-            raise cx.error(base + ["compile"], f"compile is a JAX key (XLA compiles the traced program); a "
-                                               f"{r.framework} capture does not compile (omit compile)")
+_DEVICE_SPELLING = {"bare": '"{0}"', "indexed": '"{0}:N"', "both": '"{0}" / "{0}:N"'}
+
+
+def _check_device(cx: _Ctx, framework: str, device: str, base: list[str | int]) -> None:
+    """A device family the framework does not declare (``tpu`` for Torch)."""
+    caps = capabilities(framework)
+    if caps.takes_device(device):
         return
+    family = device.partition(":")[0]
+    forms = device_forms()
+    runs_on = " or ".join(_DEVICE_SPELLING[forms.get(d, "indexed")].format(d) for d in caps.devices)
+    raise cx.error(base + ["device"], f'device = "{device}" is for {declared_by(lambda c: c.takes_device(family))} '
+                                      f"captures: a {framework} capture runs on {runs_on}")
+
+
+def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """What the spec rules out for a framework (its declaration,
+    :class:`capture.frameworks.Capabilities`), found before anything is imported."""
+    caps = capabilities(r.framework)
+    _check_saved_files_framework(cx, r, caps, base)
+    _check_evidence(cx, r, caps, base)
+    if r.dtype is not None and not caps.model_dtype:
+        raise cx.error(base + ["dtype"], f"dtype is a {declared_by(lambda c: c.model_dtype)} key (the dtype the model is "
+                                         f"built in); a {r.framework} model takes its dtypes from its own code and "
+                                         "inputs (omit dtype)")
+    _check_mesh(cx, r, caps, base)
+    if not caps.compile and r.compile != "auto":
+        raise cx.error(base + ["compile"], f"compile is a {declared_by(lambda c: c.compile)} key (XLA compiles the "
+                                           f"traced program); a {r.framework} capture does not compile (omit compile)")
+    if not caps.grad_modes:
+        _check_no_grad_modes(cx, r, caps)
+
+
+def _check_no_grad_modes(cx: _Ctx, r: Recipe, caps: Capabilities) -> None:
+    base: list[str | int] = ["profiles", r.name]
     if r.kind == "training_step":
-        raise cx.error(base + ["kind"], "training-step capture is unavailable for JAX; express grad in the selected callable")
+        raise cx.error(base + ["kind"], f"training-step capture is unavailable for {caps.word}; {caps.grad_instead}")
     if r.mode != "eval":
-        raise cx.error(base + ["mode"], 'JAX capture uses mode = "eval"')
+        raise cx.error(base + ["mode"], f'{caps.word} capture uses mode = "eval"')
     if r.grad_enabled:
-        raise cx.error(base + ["grad_enabled"], "JAX capture uses grad_enabled = false; express grad in the selected callable")
+        raise cx.error(base + ["grad_enabled"], f"{caps.word} capture uses grad_enabled = false; {caps.grad_instead}")
     for leaf in r.tensors():
         if leaf.desc.requires_grad:
             raise cx.error(
                 split_key_path(leaf.path) + ["requires_grad"],
-                "JAX has no per-array requires_grad flag; express grad in the selected callable",
+                f"{caps.word} has no per-array requires_grad flag; {caps.grad_instead}",
             )
 
 
@@ -430,44 +477,43 @@ def _choice(cx: _Ctx, table: Mapping[str, Any], base: list[Any], key: str, allow
     return value
 
 
-def _check_evidence(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
-    """``evidence`` is a Torch key; abstract evidence records a forward."""
+def _check_evidence(cx: _Ctx, r: Recipe, caps: Capabilities, base: list[str | int]) -> None:
+    """``evidence`` other than eager where the framework declares it (Torch); abstract
+    evidence records a forward."""
     if r.evidence == DEFAULT_EVIDENCE:
         return
-    if r.framework != "torch":
-        raise cx.error(base + ["evidence"], f'evidence is a Torch key; a {r.framework} capture is always traced, '
-                                            "never run (omit evidence)")
+    if r.evidence not in caps.evidence:
+        raise cx.error(base + ["evidence"], f"evidence is a {declared_by(lambda c: r.evidence in c.evidence)} key; a "
+                                            f"{r.framework} capture is always traced, never run (omit evidence)")
     if r.kind == "training_step":
         raise cx.error(base + ["evidence"], 'evidence = "abstract" records a forward (kind = "model"); a training '
                                             'step needs evidence = "eager"')
 
 
-def _check_mesh(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
-    """Axis types are JAX's (Torch's DeviceMesh has none)."""
-    if r.mesh is None or r.framework == "jax":
+def _check_mesh(cx: _Ctx, r: Recipe, caps: Capabilities, base: list[str | int]) -> None:
+    """Axis types where the framework declares them (JAX's; Torch's DeviceMesh has none)."""
+    if r.mesh is None or caps.mesh_axis_types:
         return
     for name, _, kind in r.mesh.axes:
         if kind != DEFAULT_AXIS_TYPE:
-            raise cx.error(base + ["mesh", name, "type"], f'axis types are JAX\'s; a {r.framework} mesh axis is '
-                                                          f'a size (write {name} = N)')
+            raise cx.error(base + ["mesh", name, "type"], f"axis types are {declared_by(lambda c: c.mesh_axis_types)}'s; "
+                                                          f"a {r.framework} mesh axis is a size (write {name} = N)")
 
 
-def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
-    """Checkpoints and fixtures are the Torch loader's: JAX uses workspace factories."""
-    if r.framework == "torch":
+def _check_saved_files_framework(cx: _Ctx, r: Recipe, caps: Capabilities, base: list[str | int]) -> None:
+    """Checkpoints and fixtures are loaded where the framework declares a loader (Torch);
+    others use workspace factories (their declaration says which)."""
+    if caps.saved_files:
         return
+    loader = declared_by(lambda c: c.saved_files)
     for section, key, setup in (("init", "checkpoint", r.init), ("inputs", "fixture", r.inputs)):
         if getattr(setup, key) is None:
             continue
-        if r.framework == "jax":
-            how = (
-                "an init.factory returning the module bound with model.bind(variables) (Linen), or the NNX module "
-                "built with its state"
-                if section == "init"
-                else "an inputs.factory returning the inputs (it may load a JAX-specific fixture)"
-            )
+        how = caps.saved_files_instead.get(section)
+        if how:
             raise cx.error(
                 base + [section, key],
-                f"no Torch {key} loader is used for JAX: use an explicit workspace factory instead, {how}",
+                f"no {loader} {key} loader is used for {caps.word}: use an explicit workspace factory instead, {how}",
             )
-        raise cx.error(base + [section, key], f"{section}.{key} is loaded by the Torch capture only, not {r.framework}")
+        raise cx.error(base + [section, key], f"{section}.{key} is loaded by the {loader} capture only, not "
+                                              f"{r.framework}")

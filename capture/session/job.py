@@ -22,7 +22,7 @@ from ..frameworks import framework_names
 from ..graph.frame_repeats import collapse_failure
 from ..graph.freshness import file_sha256
 from ..graph.model import Capture, Failure, Frame, Source
-from ..recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document, split_ref
+from ..recipe import DEFAULT_FRAMEWORK, RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document, split_ref
 from ..worker.limits import Limits
 
 Progress = Callable[[str, "float | None"], None]
@@ -103,8 +103,8 @@ def resolve_recipe(workspace: Path, recipe: Recipe | str | Mapping[str, Any]) ->
 
 def _framework_of(raw: Any) -> str:
     """The framework an invalid table names, when it is one TensorViz knows."""
-    if isinstance(raw, Mapping) and raw.get("framework", "torch") in framework_names():
-        return str(raw.get("framework", "torch"))
+    if isinstance(raw, Mapping) and raw.get("framework", DEFAULT_FRAMEWORK) in framework_names():
+        return str(raw.get("framework", DEFAULT_FRAMEWORK))
     return "unknown"
 
 

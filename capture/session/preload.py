@@ -21,8 +21,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..frameworks import framework_info, framework_names
-from ..recipe import module_file
+from ..frameworks import capabilities, framework_info, framework_names
+from ..recipe import DEFAULT_FRAMEWORK, module_file
 from .job import CaptureJob, ResolvedRecipe
 from .launcher import worker_env
 from .probe import path_stamp, probe_interpreter
@@ -37,16 +37,15 @@ _NEVER = frozenset({"msgpack", "__future__", "typing_extensions", "setuptools", 
 
 
 def framework_modules(framework: str) -> list[str]:
-    """What a capture of ``framework`` imports first: its packages (``torch``; ``jax``
-    and ``flax``) and TensorViz's capture modules for it (``capture.torch.*``, which
-    import the framework at their top)."""
+    """What a capture of ``framework`` imports first: the packages its declaration says a
+    capture imports (``torch``; ``jax``) and TensorViz's capture modules for it
+    (``capture.torch.*``, which import the framework at their top). Every framework's
+    worker requires Torch installed (the spec's shared worker), but only a Torch capture
+    imports it."""
     if framework not in framework_names():
         return []
     info = framework_info(framework)
-    # Every framework's worker requires Torch installed (the spec's shared worker), but
-    # only a Torch capture imports it.
-    names = [m for m in (*info.requires, *info.model_requires)
-             if m not in _NEVER and (m != "torch" or framework == "torch")]
+    names = [m for m in capabilities(framework).imports or info.requires if m not in _NEVER]
     if info.path is not None:
         return names  # a test plug-in, loaded from its file, not by name
     package = info.module.rpartition(".")[0]
@@ -54,7 +53,7 @@ def framework_modules(framework: str) -> list[str]:
     names.append(info.module)
     if folder is not None and folder.is_dir():
         names += sorted(f"{package}.{p.stem}" for p in folder.glob("*.py")
-                        if p.stem != "__init__" and f"{package}.{p.stem}" != info.module)
+                        if p.stem not in ("__init__", "declaration") and f"{package}.{p.stem}" != info.module)
     return names
 
 
@@ -62,7 +61,8 @@ def preload_names(workspace: Path, frameworks: Iterable[str], texts: Iterable[st
                   limit: int = MAX_LIBRARIES) -> list[str]:
     """The frameworks' modules, then up to ``limit`` libraries the ``texts`` (model files'
     source) import, in the order the files name them; workspace modules and the
-    standard library left out. ``flax`` among the frameworks stands for JAX with Flax."""
+    standard library left out. ``frameworks`` may also name a package a kind of symbol
+    needs on top of its framework (``flax`` for a Flax module: its kind's ``requires``)."""
     out: list[str] = []
     seen: set[str] = set()
 
@@ -71,11 +71,8 @@ def preload_names(workspace: Path, frameworks: Iterable[str], texts: Iterable[st
             seen.add(name)
             out.append(name)
 
-    wanted = list(dict.fromkeys(frameworks))
-    for fw in wanted:
-        for name in framework_modules("jax" if fw == "flax" else fw):
-            if name == "flax" and "flax" not in wanted and fw == "jax":
-                continue  # a plain JAX function needs no Flax
+    for fw in dict.fromkeys(frameworks):
+        for name in framework_modules(fw) if fw in framework_names() else [fw]:
             add(name)
     libraries: list[str] = []
     for text in texts:
@@ -124,7 +121,7 @@ def start_preload(pool: WarmPool, workspace: Path, python: str, env: Mapping[str
     the interpreter is probed first (the capture's own probe, cached), and nothing starts
     when it cannot run. The pool's answer, or ``"interpreter: …"`` saying why not."""
     root = Path(os.path.realpath(os.path.abspath(workspace)))
-    job = CaptureJob(root, ResolvedRecipe(None, None, {"name": "preload"}, "torch"), python, env=dict(env))
+    job = CaptureJob(root, ResolvedRecipe(None, None, {"name": "preload"}, DEFAULT_FRAMEWORK), python, env=dict(env))
     probe = probe_interpreter(job, ("msgpack",))
     if not isinstance(probe, dict):
         return f"interpreter: {probe.failure.message if probe.failure else 'not runnable'}"

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..frameworks import framework_names
+from ..frameworks import capabilities, framework_names
 from ..graph.model import Capture
 from ..worker.distributions import install_spec, project_name
 from ..worker.procs import KILL_SCAN_SECONDS, not_started
@@ -165,8 +165,9 @@ def install_command(
     pip then refuses an install that would need to change them rather than replacing them."""
     specs = []
     for name in missing:
-        if name == "jax" and device.startswith(("cuda", "tpu")):
-            specs.append("jax[cuda12]" if device.startswith("cuda") else "jax[tpu]")
+        extra = _device_build(name, device)
+        if extra:
+            specs.append(extra)  # the build a device needs, as the framework declares it (jax[cuda12])
         elif project_name(name):  # never an option, a path or a URL (capture.worker.distributions)
             specs.append(name)
     if "torch" in missing:
@@ -188,6 +189,17 @@ def install_command(
         pins[key] = version
     specs += [f"{name}=={version}" for name, version in pins.items()]
     return [python, "-m", "pip", "install", *specs]
+
+
+def _device_build(package: str, device: str) -> str | None:
+    """How ``pip`` spells ``package`` for ``device``'s family when a framework declares
+    another build for it (``jax[cuda12]``, ``jax[tpu]``)."""
+    family = device.partition(":")[0]
+    for name in framework_names():
+        extra = capabilities(name).install_extras.get(package, {}).get(family)
+        if extra:
+            return extra
+    return None
 
 
 def _probe_key(python: str, requires: tuple[str, ...], env: Mapping[str, str]) -> tuple[Any, ...]:

@@ -34,7 +34,7 @@ import safe_read
 
 from ..frameworks import framework_info, framework_names
 from ..graph.model import Capture
-from ..recipe import Recipe, RecipeError
+from ..recipe import DEFAULT_FRAMEWORK, Recipe, RecipeError
 from ..worker.limits import Limits
 from ..worker.procs import MARKER_ENV, register_child
 from ..worker.protocol import PROTOCOL_VERSION, InputsNeededDetails, NeededDim, WorkerRequest
@@ -128,7 +128,7 @@ class _WorkerStep:
 
     def run(self) -> Capture:
         job = self.job
-        info = framework_info(job.framework if job.framework in framework_names() else "torch")
+        info = framework_info(job.framework if job.framework in framework_names() else DEFAULT_FRAMEWORK)
         requires = info.requirements(self._model_source())
         probe = probe_interpreter(job, requires)
         if isinstance(probe, Capture):
@@ -194,7 +194,7 @@ class _WorkerStep:
         try:
             return Recipe.from_dict(
                 {"name": "device_check", "model": "device_check:probe",
-                 "framework": raw.get("framework", "torch"), "device": raw.get("device", "cpu")}
+                 "framework": raw.get("framework", DEFAULT_FRAMEWORK), "device": raw.get("device", "cpu")}
             )
         except RecipeError:
             return None

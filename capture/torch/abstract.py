@@ -71,6 +71,7 @@ from ..graph.meta import AbstractDifference, Symbol
 from .hit_loops import HitLoops
 from ..graph.model import Frame
 from ..worker.errors import CaptureError
+from ..worker.plugin_helpers import innermost_frame
 
 # While building, real ops on tensors of at most this many elements run for real.
 SMALL_CONSTANT_ELEMENTS = 4096
@@ -224,7 +225,7 @@ class AbstractEvidence:
         if got is None:
             return None
         exc, stack = got
-        frame = _frame_of_stack(files, stack)
+        frame = innermost_frame(files, stack)
         names = sorted({str(s) for s in getattr(getattr(exc, "cond", None), "free_symbols", ())}, key=_symbol_order)
         origins = [text for text in (origin(n) for n in names) if text]
         return data_dependent_failure(exc, None, frame, "forward", origins)
@@ -386,37 +387,11 @@ def _as_parameter(applied: Any, t: Any) -> Any:
 
 
 def _innermost_frame(files: Any, exc: BaseException) -> Frame | None:
-    """The innermost workspace frame of ``exc``'s traceback (the line that needed data),
-    else the innermost library frame (``transformers``' own line, ``library: true``)."""
+    """The innermost workspace frame of ``exc``'s traceback (the line that needed data;
+    a comprehension's line as its caller's), else the innermost library frame
+    (``transformers``' own line, ``library: true``)."""
     frames = files.traceback_frames(exc.__traceback__) if files is not None else []
-    if frames:
-        return frames[-1]
-    from ..worker.libframes import LibraryFiles
-
-    lib = LibraryFiles()
-    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
-        path = lib.path(fs.filename)
-        if path is not None:
-            return Frame(path, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name, True)
-    return None
-
-
-def _frame_of_stack(files: Any, stack: list[Any]) -> Frame | None:
-    """The innermost workspace frame of a stack summary (innermost last), else the
-    innermost library frame."""
-    if files is not None:
-        for fs in reversed(stack):
-            rel = files.relative(fs.filename)
-            if rel is not None:
-                return Frame(rel, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name)
-    from ..worker.libframes import LibraryFiles
-
-    lib = LibraryFiles()
-    for fs in reversed(stack):
-        path = lib.path(fs.filename)
-        if path is not None:
-            return Frame(path, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name, True)
-    return None
+    return frames[-1] if frames else innermost_frame(None, traceback.extract_tb(exc.__traceback__))
 
 
 def _symbol_order(name: str) -> tuple[str, int]:

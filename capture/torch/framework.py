@@ -75,7 +75,8 @@ from ..graph.meta import CaptureMeta, MemoryEstimate
 from ..graph.model import Capture
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError, own_step
-from .model_build import _build_model, _describe, _guarded_build, _seed_everything, _tensor_maker, _weights
+from ..worker.plugin_helpers import describe_type
+from .model_build import _build_model, _guarded_build, _seed_everything, _tensor_maker, _weights
 from .cuda_calls import cuda_calls_kept_on_cpu
 from .grad_modes import inference_mode_as_grad_mode
 from .version_check import check_torch
@@ -200,11 +201,11 @@ def _loss_fn(ctx: CaptureContext, torch: Any) -> tuple[Callable[..., Any], str]:
         return reduce_output, reduce
     fn = ctx.import_object(step.loss_factory)
     if not callable(fn):
-        raise CaptureError("recipe", f"loss factory {step.loss_factory} is {_describe(fn)}, not callable")
+        raise CaptureError("recipe", f"loss factory {step.loss_factory} is {describe_type(fn)}, not callable")
     if _takes_no_arguments(fn):
         fn = fn()
         if not callable(fn):
-            raise CaptureError("recipe", f"loss factory {step.loss_factory}() returned {_describe(fn)}, not a loss function")
+            raise CaptureError("recipe", f"loss factory {step.loss_factory}() returned {describe_type(fn)}, not a loss function")
     return fn, step.loss_factory
 
 
@@ -226,12 +227,12 @@ def _optimizer(ctx: CaptureContext, torch: Any, model: Any, kind: str) -> Any:
         raise CaptureError("recipe", "step.optimizer needs a torch.nn.Module (its parameters); the model is a function")
     fn = ctx.import_object(step.optimizer_factory)
     if not callable(fn):
-        raise CaptureError("recipe", f"optimizer factory {step.optimizer_factory} is {_describe(fn)}, not callable")
+        raise CaptureError("recipe", f"optimizer factory {step.optimizer_factory} is {describe_type(fn)}, not callable")
     opt = fn(model.parameters())
     if not isinstance(opt, torch.optim.Optimizer):
         raise CaptureError(
             "recipe",
-            f"optimizer factory {step.optimizer_factory} returned {_describe(opt)}; expected a torch.optim.Optimizer",
+            f"optimizer factory {step.optimizer_factory} returned {describe_type(opt)}; expected a torch.optim.Optimizer",
         )
     return opt
 
@@ -689,7 +690,7 @@ def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, los
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise CaptureError(
             "trace",
-            f"the loss ({loss_name}) returned {_describe(loss) if not isinstance(loss, torch.Tensor) else 'a tensor of shape ' + str(list(loss.shape))}; "
+            f"the loss ({loss_name}) returned {describe_type(loss) if not isinstance(loss, torch.Tensor) else 'a tensor of shape ' + str(list(loss.shape))}; "
             "a training step needs a scalar tensor",
         )
     if not loss.requires_grad:

@@ -16,6 +16,7 @@ from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 from ..worker.targets import partial_of_class
+from ..worker.plugin_helpers import describe_type, require_model_factory
 
 
 def _seed_everything(torch: Any, seed: int) -> None:
@@ -68,12 +69,6 @@ def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], 
         return t
 
     return make
-
-
-
-def _describe(obj: Any) -> str:
-    t = type(obj)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
 def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
@@ -133,7 +128,7 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
             if not isinstance(model, target):
                 raise CaptureError(
                     "recipe",
-                    f"init factory {factory} returned {_describe(model)}; expected an instance of the selected "
+                    f"init factory {factory} returned {describe_type(model)}; expected an instance of the selected "
                     f"module class {target.__qualname__}",
                     {"expected": target.__qualname__, "found": type(model).__qualname__},
                 )
@@ -149,12 +144,12 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
     if factory is not None:
         obj = ctx.call_factory(factory)
         if not callable(obj):
-            raise CaptureError("recipe", f"init factory {factory} returned {_describe(obj)}, which is not callable")
+            raise CaptureError("recipe", f"init factory {factory} returned {describe_type(obj)}, which is not callable")
         return obj, "module" if isinstance(obj, Module) else "function"
     _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init",
                         steps=False)
     if not callable(target):
-        raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
+        raise CaptureError("recipe", f"{ref} is {describe_type(target)}, not a torch.nn.Module or a function")
     return target, "function"
 
 
@@ -162,17 +157,14 @@ def _from_model_factory(ctx: CaptureContext, Module: type, target: Any, make_ten
     """``model_factory = true``: ``model`` names a function (``build_model(...) ->
     nn.Module``) called with the literal init; what it returns is the model."""
     ref = ctx.recipe.model
-    if not callable(target) or isinstance(target, type):
-        raise CaptureError("recipe", f"model_factory = true, but {ref} is {_describe(target)}, not a function "
-                                     "that builds the model (a class is built from init without it: omit "
-                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    require_model_factory(ctx, target)
     args, kwargs = ctx.materialize("init", make_tensor)
     model = target(*args, **kwargs)
     if isinstance(model, Module):
         return model, "module"
     if callable(model):
         return model, "function"
-    raise CaptureError("recipe", f"{ref} (model_factory = true) returned {_describe(model)}; expected a "
+    raise CaptureError("recipe", f"{ref} (model_factory = true) returned {describe_type(model)}; expected a "
                                  "torch.nn.Module (or a callable) to capture with the inputs",
                        {"found": type(model).__qualname__})
 
@@ -197,7 +189,7 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
             raise CaptureError(
                 "recipe",
                 f"init.checkpoint loads a state dict into a torch.nn.Module; {recipe.model} is "
-                f"{_describe(model)}, which has none",
+                f"{describe_type(model)}, which has none",
                 {"key_path": f"profiles.{recipe.name}.init.checkpoint"},
             )
         if abstract:

@@ -71,6 +71,7 @@ from ..units import bytes_text
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 from ..worker.npz_sizes import NpzTooLarge, check_npz_size
+from ..worker.plugin_helpers import describe_type
 
 # Lists in messages show this many names, then a count.
 _SHOWN = 12
@@ -444,7 +445,7 @@ def _state_dict_of(torch: Any, obj: Any, rel: str, key_path: str) -> tuple[dict[
         keys = [str(k) for k in list(obj)[:_SHOWN]]
         found = f"a dict with keys {', '.join(keys)}{_more(list(obj))}" if obj else "an empty dict"
     else:
-        found = _describe(obj)
+        found = describe_type(obj)
     raise CaptureError(
         "checkpoint",
         f"{key_path}: {rel} holds {found}; expected a state dict (parameter names to tensors), or a dict holding "
@@ -558,7 +559,7 @@ class _FixtureFit:
             return [("args[0]", obj)]
         raise CaptureError(
             "fixture",
-            f"{key_path}: {rel} holds {_describe(obj)}; expected a mapping of input names to tensors, a list/tuple "
+            f"{key_path}: {rel} holds {describe_type(obj)}; expected a mapping of input names to tensors, a list/tuple "
             "of positional inputs, or one tensor",
             self.details, error_type="BadFixture",
         )
@@ -730,6 +731,3 @@ def _more(items: list) -> str:
     return f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
 
 
-def _describe(obj: Any) -> str:
-    t = type(obj)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"

@@ -11,6 +11,7 @@ from typing import Any
 from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import Frame
 from ..worker.builder import GraphBuilder
+from ..worker.plugin_helpers import code_position
 from ..worker.workspace_files import WorkspaceFiles
 
 
@@ -126,11 +127,8 @@ class TraceFrames:
                 positions = self._positions[code] = list(code.co_positions())
             except Exception:
                 positions = self._positions[code] = []
-        line, column = lineno, 0
-        if 0 <= lasti // 2 < len(positions):
-            pline, _, pcol, _ = positions[lasti // 2]
-            line = pline or line
-            column = pcol or 0
+        pline, column = code_position(code, lasti, positions)
+        line = pline or lineno
         fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))
         assert fid is not None
         return fid

@@ -29,12 +29,18 @@ import sysconfig
 
 from ..graph.meta import Environment
 
-# Top-level packages whose frames are framework internals, never a library frame.
+# Top-level packages whose frames are internals, never a library frame: these, and
+# each framework's own (its declaration's ``internal_packages``: torch, jax…).
 INTERNAL_PACKAGES = frozenset({
-    "torch", "torchgen", "functorch", "triton", "jax", "jaxlib", "jax_plugins", "numpy",
-    "ml_dtypes", "opt_einsum", "typing_extensions", "_pytest", "pytest", "pluggy",
-    "msgpack", "capture",
+    "numpy", "typing_extensions", "_pytest", "pytest", "pluggy", "msgpack", "capture",
 })
+
+
+def internal_packages() -> frozenset[str]:
+    """:data:`INTERNAL_PACKAGES` and every registered framework's internal packages."""
+    from ..frameworks import capabilities, framework_names
+
+    return INTERNAL_PACKAGES.union(*(capabilities(n).internal_packages for n in framework_names()))
 # Inside flax: the layer files are library code; everything else is Flax's machinery.
 _FLAX_MACHINERY = frozenset({
     "module.py", "transforms.py", "kw_only_dataclasses.py", "summary.py", "partitioning.py",
@@ -73,7 +79,8 @@ class LibraryFiles:
         # Internal packages loaded from outside a site-packages folder (an editable or
         # source checkout of torch/jax): their folders, as prefixes.
         extra = {_CAPTURE_PACKAGE}
-        for name in INTERNAL_PACKAGES:
+        self._internal = internal_packages()
+        for name in self._internal:
             mod = sys.modules.get(name)
             f = getattr(mod, "__file__", None)
             if isinstance(f, str) and os.path.basename(f).startswith("__init__."):  # a package
@@ -120,7 +127,7 @@ class LibraryFiles:
         top_index = _package_index(parts)
         if top_index is not None:
             top = parts[top_index].removesuffix(".py")
-            if top in INTERNAL_PACKAGES:
+            if top in self._internal:
                 return None
             if top == "flax" and not _flax_is_layer(parts[top_index + 1:]):
                 return None

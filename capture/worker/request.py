@@ -172,6 +172,11 @@ class _Session:
             from ..graph.invariants import check_producers
 
             check_producers(capture)  # every value an op reads comes from somewhere the graph shows
+            if capture.cost is None and "cost_failed" not in capture.meta:
+                # A plug-in that counts nothing still gets the bytes every capture has.
+                from .plugin_helpers import moved_bytes_costs
+
+                capture.cost = moved_bytes_costs(capture)
             # What one device holds, for the model and every group (capture.graph.device_memory).
             from ..graph.device_memory import annotate
 
@@ -454,12 +459,15 @@ def _allocator_request(exc: BaseException) -> tuple[str, int] | None:
 def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
     """A ``MemoryError`` failure that names the limit and the bytes asked for, with the
     details of ``capture.torch.memory.FAILURE_KEYS`` (phase ``capture``)."""
+    from ..frameworks import capabilities
+
     request = _allocator_request(exc)
     requested = request[1] if request else None
     available = available_memory()
     recipe = getattr(ctx, "recipe", None)
-    offer = recipe is not None and recipe.framework == "torch" and getattr(recipe, "evidence", "eager") == "eager" \
-        and recipe.kind == "model"
+    # Abstract evidence is offered where the framework declares it (Torch's fake tensors).
+    offer = recipe is not None and getattr(recipe, "evidence", "eager") == "eager" and recipe.kind == "model" \
+        and "abstract" in capabilities(recipe.framework).evidence
     asked = f"an allocation of {size_words(requested)} ({requested:,} bytes) failed" if requested is not None \
         else "an allocation failed"
     if _memory_limit:

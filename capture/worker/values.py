@@ -52,6 +52,7 @@ from ..recipe import (
     key_segment,
 )
 from .errors import CaptureError
+from .plugin_helpers import describe_type
 
 MakeTensor = Callable[[TensorLeaf], Any]
 ImportObject = Callable[[str], Any]
@@ -160,7 +161,7 @@ class _Builder:
                 continue
             method = _attribute(holder, name, here, f"{shown}.{step.path}", "call")
             if not callable(method):
-                raise CaptureError("recipe", f"{here}: {shown}.{step.path} is {_describe(method)}, which cannot be "
+                raise CaptureError("recipe", f"{here}: {shown}.{step.path} is {describe_type(method)}, which cannot be "
                                              "called", where)
             args = tuple(self.build(v, f"{here}.args[{j}]") for j, v in enumerate(step.args))
             kwargs = {k: self.build(v, f"{here}.kwargs.{key_segment(k)}") for k, v in step.kwargs}
@@ -184,7 +185,7 @@ class _Builder:
         fn = self.named(desc.target, path)
         if not callable(fn):
             raise CaptureError(
-                "recipe", f"{path}.target: {desc.target} is {_describe(fn)}, which cannot be called", where
+                "recipe", f"{path}.target: {desc.target} is {describe_type(fn)}, which cannot be called", where
             )
         problem = _binding_problem(fn, args, kwargs)
         if problem is not None:
@@ -279,6 +280,3 @@ def _takes_more_keywords(fn: Any) -> bool:
     return any(p.kind is p.VAR_KEYWORD for p in runtime.parameters.values())
 
 
-def _describe(obj: Any) -> str:
-    t = type(obj)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from lsprotocol import types
 
+from capture.frameworks import kind_declaration
 from capture.graph.model import Capture
 from capture.units import bytes_text, flops_text
 from capture.analysis.cost import executed_totals
@@ -36,18 +37,19 @@ from .captured_lines import CapturedLines
 from .lenses import lsp_range
 from .recipes import Recipes
 
-KIND_WORDS = {
-    "torch_module": "PyTorch module",
-    "jax_function": "JAX function",
-    "linen_module": "Flax Linen module",
-    "nnx_module": "Flax NNX module",
-}
-SYMBOL_KINDS = {
-    "torch_module": types.SymbolKind.Class,
-    "linen_module": types.SymbolKind.Class,
-    "nnx_module": types.SymbolKind.Class,
-    "jax_function": types.SymbolKind.Function,
-}
+def kind_words(kind: str) -> str:
+    """How a candidate kind is called ("PyTorch module"), as its framework declares it."""
+    declared = kind_declaration(kind)
+    return declared.label if declared else kind
+
+
+def symbol_kind(kind: str) -> types.SymbolKind:
+    declared = kind_declaration(kind)
+    if declared is None:
+        return types.SymbolKind.Object
+    return types.SymbolKind.Function if declared.symbol == "function" else types.SymbolKind.Class
+
+
 #: Fields and inputs listed in a hover before "and N more".
 LIST_MAX = 8
 
@@ -157,7 +159,7 @@ class CandidateInfo(Feature):
         return found
 
     def describe(self, uri: str, cand: Candidate) -> str:
-        lines = [f"**TensorViz** · `{cand.qualname}`: {KIND_WORDS.get(cand.kind, cand.kind)} ({cand.framework})"]
+        lines = [f"**TensorViz** · `{cand.qualname}`: {kind_words(cand.kind)} ({cand.framework})"]
         for label, items in (("Setup fields", cand.setup_fields), ("Inputs", cand.inputs)):
             text = _listing(label, list(items))
             if text:
@@ -255,8 +257,8 @@ class CandidateInfo(Feature):
         return [
             types.DocumentSymbol(
                 name=cand.qualname,
-                detail=KIND_WORDS.get(cand.kind, cand.kind),
-                kind=SYMBOL_KINDS.get(cand.kind, types.SymbolKind.Object),
+                detail=kind_words(cand.kind),
+                kind=symbol_kind(cand.kind),
                 range=lsp_range(cand.range),
                 selection_range=lsp_range(cand.name_range),
             )

@@ -15,6 +15,8 @@ from typing import Callable
 
 from lsprotocol import types
 
+from capture.frameworks import is_function_kind
+
 from ..backends import Candidate, Span
 from ..buffers import differs_from_disk
 from ..feature import Feature, hook
@@ -127,16 +129,16 @@ def _calls_by_definition(text: str) -> dict[str, set[str]]:
 
 
 def models_only(candidates: list[Candidate], text: str | None, saved: Callable[[Candidate], bool]) -> list[Candidate]:
-    """The candidates that get a lens: every module class, and the JAX functions that are
+    """The candidates that get a lens: every module class, and the functions (JAX's) that are
     not helpers of another candidate in the file (``shard``, ``count_left_pads``: called
     by the model, never opened alone). A helper with a saved profile keeps its lens; the
     command line and the Show in Graph action still reach every candidate."""
-    if text is None or not any(c.kind == "jax_function" for c in candidates):
+    if text is None or not any(is_function_kind(c.kind) for c in candidates):
         return candidates
     calls = _calls_by_definition(text)
     names = {c.qualname for c in candidates}
     called = set().union(*(calls.get(n, set()) - {n} for n in names)) if names else set()
-    return [c for c in candidates if c.kind != "jax_function" or c.qualname not in called or saved(c)]
+    return [c for c in candidates if not is_function_kind(c.kind) or c.qualname not in called or saved(c)]
 
 
 def _overlaps(span: Span, rng: types.Range) -> bool:

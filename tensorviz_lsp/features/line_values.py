@@ -17,6 +17,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from capture.frameworks import capabilities
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
 from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
@@ -235,9 +236,7 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
                 "The shapes are one iteration's, as JAX traced it; nothing here was computed.")
     if is_abstract(capture):
         return f"{ABSTRACT_NOTE}: the model was built with no parameter storage and its forward ran on fake tensors."
-    if capture.framework == "torch":
-        return "Measured by running the model (PyTorch)."
-    return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
+    return capabilities(capture.framework).values_note
 
 
 def cost_text(call: Any, capture: Any = None) -> str | None:
@@ -292,5 +291,5 @@ def stale_text(rec: "Record", rel: str, file_changed: bool) -> str | None:
 
 
 def header(rec: "Record", capture: Any) -> str:
-    fw = {"torch": "PyTorch", "jax": "JAX"}.get(capture.framework, capture.framework)
+    fw = capabilities(capture.framework).label
     return f"**TensorViz** · profile `{rec.profile}` ({rec.qualname}, {fw}), captured at {when(rec.captured_at)}"

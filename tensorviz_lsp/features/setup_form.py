@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from capture import recipe as recipe_model
-from capture.recipe import model_ref_for
+from capture.frameworks import CandidateKind, capabilities, device_forms, is_function_kind, kind_declaration
+from capture.recipe import DEFAULT_FRAMEWORK, model_ref_for
 from capture.worker.protocol import NeededDim
 from discovery.binding import bind
 from discovery.results import CallInputJson
@@ -91,21 +92,14 @@ def _static_inputs(cand: Candidate) -> list[CallInputJson]:
             if inp.get("static") and inp.get("required") and inp["kind"] not in _VARIADIC]
 
 
-#: What a factory is called with and must return, per kind of symbol: written next to
-#: the field (``factories.init.contract``) and in the README.
-INIT_CONTRACTS = {
-    "torch_module": "Called with no arguments in the capture worker (after the trust check, under the profile's "
-                    "seed and device). Returns the model: a ready instance of {name} (an nn.Module), built and "
-                    "loaded as you like.",
-    "linen_module": "Called with no arguments in the capture worker. Returns {name} bound to its variables, "
-                    "{name}(...).bind(variables) (saved weights; rngs={{'dropout': key}} may join them); an unbound "
-                    "{name}(...) starts from freshly initialised parameters.",
-    "nnx_module": "Called with no arguments in the capture worker. Returns an instance of {name}, built with its "
-                  "own nnx.Rngs and state (nnx.eval_shape(...) for abstract state).",
-    "jax_function": "Called with no arguments in the capture worker. Returns the callable traced in place of "
-                    "{name}: functools.partial({name}, ...), a bound method or a Linen module; its arguments still "
-                    "come from the inputs.",
-}
+def init_contract(kind: str, name: str) -> str:
+    """What an init factory is called with and must return for a symbol of ``kind``
+    (its framework's declaration, ``CandidateKind.init_contract``): written next to the
+    field (``factories.init.contract``)."""
+    declared = kind_declaration(kind) or CandidateKind(kind, kind)
+    return declared.init_contract.format(name=name)
+
+
 INPUTS_CONTRACT = ('Called with no arguments in the capture worker. Returns {"args": (...), "kwargs": {...}} '
                    '(either key may be left out), or a mapping of named inputs, {"idx": tensor, ...}; '
                    "arrays are used as returned.")
@@ -126,7 +120,8 @@ MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (a JAX
              "mesh is over that platform's real devices. Empty: no mesh.")
 
 
-#: The setup form's device choices in words (the recipe's ``device``; ``tpu`` for JAX only).
+#: The setup form's device choices in words (the recipe's ``device``), by the device
+#: families a framework declares (``tpu`` for JAX only).
 DEVICE_WORDS = {
     "cpu": "cpu: trace on the CPU (no accelerator is opened; a mesh's devices are simulated)",
     "cuda:0": "cuda:0: the first CUDA GPU (a mesh over the real GPUs)",
@@ -136,10 +131,11 @@ DEVICE_HELP = ("Where the capture runs. Tracing needs no accelerator: cpu works 
                "free for other programs; choose one to check the program on that device.")
 
 
-def _device_choice(saved: Any, jax: bool) -> dict[str, Any]:
-    """The form's device select: cpu, cuda:0, tpu (JAX), and the saved device when it is
-    another (``cuda:3``, ``tpu:1``)."""
-    values = ["cpu", "cuda:0"] + (["tpu"] if jax else [])
+def _device_choice(saved: Any, framework: str) -> dict[str, Any]:
+    """The form's device select: the first device of each family the framework declares
+    (cpu, cuda:0, tpu for JAX), and the saved device when it is another (``cuda:3``, ``tpu:1``)."""
+    forms = device_forms()  # a family written alone names its first device (cpu, tpu); else family:0
+    values = [d if forms.get(d) in ("bare", "both") else f"{d}:0" for d in capabilities(framework).devices]
     value = saved if isinstance(saved, str) and saved else "cpu"
     if value not in values:
         values.append(value)
@@ -213,7 +209,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     saved_inputs = _table(recipe, "inputs")
     saved_args = list(saved_inputs.get("args") or [])
     saved_kwargs = dict(saved_inputs.get("kwargs") or {})
-    jax = (recipe.get("framework") or cand.framework) == "jax"
+    framework = str(recipe.get("framework") or cand.framework)
     inputs: list[dict[str, Any]] = []
     call = _call_inputs(cand)
     positional = [c for c in call if not c["keyword_only"]]
@@ -224,13 +220,13 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         desc = saved_args[i] if i < len(saved_args) else None
         if desc is None and info.get("name") in saved_kwargs:  # the CLI saves named inputs as keywords
             desc = saved_kwargs[info["name"]]
-            inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, jax=jax,
+            inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, framework=framework,
                                        suggest=suggest_inputs))
             continue
-        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False, jax=jax, suggest=suggest_inputs))
+        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False, framework=framework, suggest=suggest_inputs))
     for info in [c for c in call if c["keyword_only"]]:
         desc = saved_kwargs.get(info["name"])
-        inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, jax=jax,
+        inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, framework=framework,
                                    suggest=suggest_inputs))
     # A failed capture's needs are the recipe's unknown dimensions ({section, input, path,
     # axis, name, ...} with a ``profiles.NAME.`` key path): the form wants {path, message}.
@@ -294,15 +290,16 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
                                                     if fresh else []), "help": BEFORE_HELP},
         "factories": {
             "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
-                     "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},
+                     "contract": init_contract(cand.kind, cand.qualname)},
             "inputs": {"value": saved_inputs.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
                        "contract": INPUTS_CONTRACT},
         },
     }
-    form["device"] = _device_choice(recipe.get("device"), jax)
+    form["device"] = _device_choice(recipe.get("device"), framework)
     form["mesh"] = {"value": _mesh_text(recipe.get("mesh")), "placeholder": "data=4,model=2", "help": MESH_HELP}
-    choices = _evidence_choices()
-    if choices and not jax:
+    # Evidence to choose only where the framework declares more than running the model.
+    choices = tuple(c for c in _evidence_choices() if c in capabilities(framework).evidence)
+    if len(choices) > 1:
         value = recipe.get("evidence") or choices[0]
         form["evidence"] = {"value": value, "default": getattr(recipe_model, "DEFAULT_EVIDENCE", choices[0]),
                             "choices": [{"value": c, "label": EVIDENCE_WORDS.get(c, c)} for c in choices]}
@@ -421,7 +418,7 @@ def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]
     CLI's checks (:func:`discovery.binding.bind`)."""
     out: list[dict[str, str]] = []
     init = _table(recipe, "init")
-    if not init.get("factory") and cand.kind != "jax_function":
+    if not init.get("factory") and not is_function_kind(cand.kind):
         fields = cand.setup_fields
         b = bind(fields, len(init.get("args") or []), list(init.get("kwargs") or {}), complete=False)
         grouped = {f["name"] for f in fields if f.get("config_class")}  # the form's group gives these
@@ -492,7 +489,7 @@ def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, A
         r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation or "")
     if (kind not in _TYPED or optional_required) and choices is None and not f.get("config_class"):
         entry["type"] = "value"
-        chooser = suggest or Suggester("torch")
+        chooser = suggest or Suggester(DEFAULT_FRAMEWORK)
         # A static argument is an input: suggested as the command line's --input is.
         example = chooser.input_value(f) if path.startswith("inputs.") else chooser.init_value(f)
         if name in saved:
@@ -558,13 +555,13 @@ def _config_group(root: Path, cfg: dict[str, Any] | None, path: str, depth: int,
 
 
 def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
-                 jax: bool = False, suggest: Suggester | None = None) -> dict[str, Any]:
+                 framework: str = DEFAULT_FRAMEWORK, suggest: Suggester | None = None) -> dict[str, Any]:
     """One input card: a ``tensor`` (shape, dtype, generator) or a ``value`` (text in the
     VALUE grammar: ``none`` for Gemma's ``cache: Cache | None``, ``false`` for a flag).
     Unsaved, it starts from what the command line would suggest; a shape is prefilled
     only from what the code shows (a shape comment, the first layer), never guessed."""
     desc = saved if isinstance(saved, dict) and saved.get("kind") == "tensor" else None
-    example = (suggest or Suggester("jax" if jax else "torch")).input_value(info)
+    example = (suggest or Suggester(framework)).input_value(info)
     suggested = _suggested_tensor(example.text) if example.known else None
     value_kind = saved is not None and desc is None or saved is None and example.known and suggested is None
     shape = list(desc.get("shape") or []) if desc else []
@@ -586,10 +583,10 @@ def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
         dtype = suggested["dtype"]
         generator = suggested.get("generator") or generator
     if token:
-        # Token ids: integers below the vocabulary, never floats. JAX without x64 has no
-        # int64 arrays (TensorViz refuses narrowing), so its ids are int32. An unknown
-        # vocabulary leaves the bound to fill in (never a made-up one).
-        dtype = "int32" if jax else "int64"
+        # Token ids: integers below the vocabulary, never floats, in the framework's
+        # declared integer dtype (JAX without x64 has no int64 arrays, so its ids are
+        # int32). An unknown vocabulary leaves the bound to fill in (never a made-up one).
+        dtype = capabilities(framework).int_dtype
         generator = {"kind": "randint", "low": 0, "high": token.get("high")}
     entry = {
         "name": info.get("name"),

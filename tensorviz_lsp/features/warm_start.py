@@ -31,6 +31,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from capture.frameworks import kind_declaration
 from capture.session.import_closure import import_closure
 
 from ..backends import Backends
@@ -46,8 +47,6 @@ log = logging.getLogger(__name__)
 
 #: Workspace files read for their imports (the open model files and what they import).
 MAX_FILES = 64
-#: Frameworks by discovery's candidate kind (a Flax module needs Flax on top of JAX).
-_FRAMEWORKS = {"linen_module": ("jax", "flax"), "nnx_module": ("jax", "flax")}
 
 
 @register
@@ -192,7 +191,9 @@ class WarmStart(Feature):
             if path is not None:
                 files.append(path)
             for cand in candidates:
-                for fw in _FRAMEWORKS.get(cand.kind, (cand.framework,)):
+                # A kind may need a package on top of its framework (Flax for a Flax module).
+                declared = kind_declaration(cand.kind)
+                for fw in (cand.framework, *(declared.requires if declared else ())):
                     frameworks[fw] = None
         return list(frameworks), files
 

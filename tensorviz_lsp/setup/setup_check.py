@@ -30,7 +30,8 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetStep, StaticDesc, TupleDesc, ValueDesc
+from capture.frameworks import capabilities, is_function_kind
+from capture.recipe import DEFAULT_FRAMEWORK, CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetStep, StaticDesc, TupleDesc, ValueDesc
 from capture.recipe.keywords import misspelt
 from discovery.binding import bind
 
@@ -106,11 +107,11 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         if f.get("required") and not f.get("supplied_by"):
             suggest.init_value(f)
     if recipe.init.factory is None:
-        if cand.kind == "jax_function":
+        if is_function_kind(cand.kind):
             for key in [f"args[{i}]" for i in range(len(recipe.init.args))] + [k for k, _ in recipe.init.kwargs]:
                 problems.append(SetupProblem(
                     "--init", key,
-                    f"{cand.qualname} is a plain JAX function: nothing constructs it, and it takes every argument "
+                    f"{cand.qualname} is a plain {capabilities(cand.framework).label} function: nothing constructs it, and it takes every argument "
                     "from --input (or give --init-factory returning a configured callable)",
                 ))
         else:
@@ -129,7 +130,7 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         given = dict(recipe.inputs.kwargs)
         section = _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
                            complete, cand, suggest)
-        partial_callable = cand.kind == "jax_function" and recipe.init.factory is not None
+        partial_callable = is_function_kind(cand.kind) and recipe.init.factory is not None
         if partial_callable:
             # The init factory returns the callable traced in its place, typically a
             # configured functools.partial (mlp2 with its params, NNX's partial(train_step,
@@ -328,13 +329,13 @@ def _shape_like(
     by_name = {p["name"]: p for p in inputs}
     for name, desc in given.items():
         p = by_name.get(name)
-        if p is None or not p.get("required") or not (cand.framework == "torch" or p.get("token")):
+        if p is None or not p.get("required") or not (capabilities(cand.framework).array_inputs or p.get("token")):
             continue
         if isinstance(desc, (TupleDesc, ListDesc)) and desc.items and all(
             isinstance(d, StaticDesc) and type(d.value) is int for d in desc.items
         ):
             dims = ",".join(str(d.value) for d in desc.items)  # type: ignore[union-attr]
-            dtype = "int64" if p.get("token") else "float32"
+            dtype = capabilities(cand.framework).int_dtype if p.get("token") else "float32"
             out.append(SetupProblem(
                 "--input", name,
                 f"({dims}) is a Python {'tuple' if isinstance(desc, TupleDesc) else 'list'} of numbers, not a tensor: "
@@ -369,7 +370,7 @@ def _what(p: Mapping[str, Any]) -> str:
     return ""
 
 
-def example_value(p: Mapping[str, Any], flag: str, framework: str = "torch") -> str:
+def example_value(p: Mapping[str, Any], flag: str, framework: str = DEFAULT_FRAMEWORK) -> str:
     """A VALUE for parameter ``p`` (in its JSON contract) as a suggestion gives it
     (:class:`~tensorviz_lsp.setup.suggestions.Suggester`; ``…`` where the code does not say)."""
     suggest = Suggester(framework)

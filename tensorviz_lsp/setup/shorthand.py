@@ -61,7 +61,10 @@ from typing import TYPE_CHECKING, Any
 
 import safe_read
 
+from capture.frameworks import capabilities, declared_by
 from capture.recipe import (
+    DEFAULT_FRAMEWORK,
+    FRAMEWORKS,
     RECIPES_FILE,
     CallSetup,
     Recipe,
@@ -338,7 +341,7 @@ def discover_symbol(target: Target, python: str | None = None) -> Discovered:
         f"{shown}:{target.qualname}: discovery finds no model or function named {target.qualname!r} in {shown}; "
         + (f"candidates there: {found}" if found else "it finds no candidates in that file")
         + (f" (it reported: {problems})" if problems else ""),
-        "  check the name, or give --framework torch|jax to save the setup without discovery",
+        f"  check the name, or give --framework {'|'.join(FRAMEWORKS)} to save the setup without discovery",
     ]
     raise ShorthandError("\n".join(lines))
 
@@ -546,20 +549,22 @@ def mesh_table(text: str) -> dict[str, Any] | None:
 
 
 def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None) -> None:
-    """``--abstract``/``--eager`` and ``--dtype`` into the recipe's table ``data``: Torch
-    choices, refused for another framework."""
+    """``--abstract``/``--eager`` and ``--dtype`` into the recipe's table ``data``:
+    choices where the framework declares them (Torch's), refused for another framework."""
+    framework = str(data.get("framework") or DEFAULT_FRAMEWORK)
+    caps = capabilities(framework)
     if evidence is not None:
-        if data.get("framework") not in (None, "torch"):
-            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
-                                 "(shapes only, nothing computed) already")
+        if len(caps.evidence) < 2:
+            raise ShorthandError(f"--{evidence} is a {declared_by(lambda c: len(c.evidence) > 1)} choice: a {framework} "
+                                 "capture is a traced program (shapes only, nothing computed) already")
         if evidence == "eager":
             data.pop("evidence", None)
         else:
             data["evidence"] = evidence
     if dtype is not None:
-        if data.get("framework") not in (None, "torch"):
-            raise ShorthandError(f"--dtype is a Torch choice (the dtype the model is built in); a {data['framework']} "
-                                 "model takes its dtypes from its own code and inputs")
+        if not caps.model_dtype:
+            raise ShorthandError(f"--dtype is a {declared_by(lambda c: c.model_dtype)} choice (the dtype the model is "
+                                 f"built in); a {framework} model takes its dtypes from its own code and inputs")
         data["dtype"] = dtype
 
 
@@ -636,9 +641,10 @@ def _compile_choice(data: dict[str, Any], mode: str | None) -> None:
     the traced program for the devices; ``auto``, the default, is left unwritten)."""
     if mode is None:
         return
-    if data.get("framework") != "jax":
-        raise ShorthandError(f"--compile is a JAX choice (XLA compiles the traced program); a {data.get('framework')} "
-                             "capture does not compile")
+    framework = str(data.get("framework") or DEFAULT_FRAMEWORK)
+    if not capabilities(framework).compile:
+        raise ShorthandError(f"--compile is a {declared_by(lambda c: c.compile)} choice (XLA compiles the traced "
+                             f"program); a {framework} capture does not compile")
     if mode == "auto":
         data.pop("compile", None)
     else:
@@ -738,4 +744,4 @@ def build_recipe(
         data["model_factory"] = True
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
-    return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")
+    return replace(recipe, framework_explicit=explicit or recipe.framework != DEFAULT_FRAMEWORK)

@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from capture.frameworks import capabilities
+
 #: The placeholder of a value nothing in the code tells.
 UNKNOWN = "…"
 #: The batch and sequence length a suggestion uses.
@@ -192,8 +194,14 @@ class Suggester:
         self.init_examples: dict[str, tuple[str, Example]] = {}
 
     @property
+    def channels_last(self) -> bool:
+        """Images as the framework's declaration writes them (Flax's NHWC)."""
+        return capabilities(self.framework).image_layout == "NHWC"
+
+    @property
     def int_dtype(self) -> str:
-        return "int32" if self.framework == "jax" else "int64"
+        """Token ids and positions: the framework's declared integer dtype (int32 for JAX)."""
+        return capabilities(self.framework).int_dtype
 
     # --- constructor arguments -----------------------------------------------------------
 
@@ -395,7 +403,7 @@ class Suggester:
                                "not say)")
             else:
                 parts.append(f"{name}={value!r}")
-        float32 = "jax.numpy.float32" if self.framework == "jax" else "torch.float32"
+        float32 = capabilities(self.framework).float32_name
         parts += [f"{name}={float32}" for name in made.get("float32") or []]
         return Example(f"{made['name']}({', '.join(parts)})", unknown)
 
@@ -436,18 +444,18 @@ class Suggester:
             return Example(f"{self.int_dtype}[{','.join(map(str, dims))}]:arange")
         if "mask" in lowered:
             dims = shape or [BATCH, SEQUENCE]
-            dtype = "bool" if self.framework == "jax" else self.int_dtype
+            dtype = capabilities(self.framework).mask
             return Example(f"{dtype}[{','.join(map(str, dims))}]:ones")
         if shape:
             return Example(f"float32[{','.join(map(str, shape))}]")
         if hints.get("image"):
             c, h, w = hints["image"]
-            dims = [BATCH, h, w, c] if self.framework == "jax" else [BATCH, c, h, w]
+            dims = [BATCH, h, w, c] if self.channels_last else [BATCH, c, h, w]
             return Example(f"float32[{','.join(map(str, dims))}]")
         if lowered in _IMAGE_NAMES and not hints.get("last_dim"):
             # a batch of one RGB image at the size vision models are built for (timm's
             # VisionTransformer asserts its img_size, 224): channels last for Flax
-            dims = [BATCH, 224, 224, 3] if self.framework == "jax" else [BATCH, 3, 224, 224]
+            dims = [BATCH, 224, 224, 3] if self.channels_last else [BATCH, 3, 224, 224]
             return Example(f"float32[{','.join(map(str, dims))}]")
         last = hints.get("last_dim")
         if last is not None:

@@ -15,7 +15,8 @@ import textwrap
 
 import pytest
 
-from discovery.frameworks import LINEN_MODULE_CLASSES, NNX_MODULE_CLASSES, TORCH_MODULE_CLASSES
+from capture.jax.declaration import LINEN_MODULE_CLASSES, NNX_MODULE_CLASSES
+from capture.torch.declaration import TORCH_MODULE_CLASSES
 
 pytestmark = pytest.mark.slow
 

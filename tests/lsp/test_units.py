@@ -365,12 +365,12 @@ def test_a_forwarded_warning_reaches_the_editor_log_once():
 def test_a_hover_lists_real_setup_fields_and_inputs(tmp_path):
     from spec_examples import SPEC_MLP
     from tensorviz_lsp.backends import RealBackends
-    from tensorviz_lsp.features.hover import KIND_WORDS, _listing
+    from tensorviz_lsp.features.hover import _listing, kind_words
 
     path = tmp_path / "mlp.py"
     path.write_text(SPEC_MLP)
     (cand,) = RealBackends().discover(SPEC_MLP, path, tmp_path).candidates
-    assert KIND_WORDS[cand.kind] == "Flax Linen module"
+    assert kind_words(cand.kind) == "Flax Linen module"
     assert _listing("Setup fields", cand.setup_fields) == "Setup fields: `width: int = 8`"
     assert _listing("Inputs", cand.inputs) == "Inputs: `x` (required)"
     many = [{"name": f"f{i}", "annotation": "int", "default": str(i)} for i in range(11)]

@@ -75,3 +75,33 @@ def test_the_setting_adds_the_plugin(monkeypatch):
     assert Recipe.from_dict({"name": "p", "framework": "fake", "model": "m:f"}).framework == "fake"
     assert framework_info("fake").requires == ("msgpack",)
     assert load_framework("fake").VERSION == fake_framework.VERSION
+
+
+NPU_PLUGIN = '''
+from capture.frameworks.capabilities import Capabilities
+
+VERSION = "1"
+CAPABILITIES = Capabilities(label="Npu", devices=("cpu", "npu"), device_forms={"npu": "both"})
+'''
+
+
+@pytest.mark.parametrize(("framework", "device", "problem"), [
+    pytest.param("npu", "npu", None, id="bare"),
+    pytest.param("npu", "npu:3", None, id="indexed"),
+    pytest.param("npu", "npu:03", "expected", id="bad-index"),
+    pytest.param("npu", "cuda:0", 'is for Torch/JAX captures: a npu capture runs on "cpu" or "npu" / "npu:N"',
+                 id="a-family-it-does-not-declare"),
+    pytest.param("torch", "npu:0", 'is for Npu captures: a torch capture runs on "cpu" or "cuda:N"', id="torch"),
+])
+def test_a_framework_declares_its_own_device_family(monkeypatch, tmp_path, framework, device, problem):
+    """A device family no shipped framework has is the declaring framework's own: the
+    recipe's device grammar and its messages come from the declarations."""
+    plugin = tmp_path / "npu_plugin.py"
+    plugin.write_text(NPU_PLUGIN)
+    monkeypatch.setenv(TEST_PLUGINS_ENV, f"npu={plugin}")
+    table = {"name": "p", "framework": framework, "model": "m:f", "device": device}
+    if problem is None:
+        assert Recipe.from_dict(table).device == device
+    else:
+        with pytest.raises(RecipeError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+            Recipe.from_dict(table)

@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
+from capture.frameworks import capabilities
 from capture.graph import gc_pause
 from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
@@ -433,9 +434,10 @@ class Pages:
         if weights:
             item["weights"] = weights[:LIST_CAP]
             item["weights_total"] = len(weights)
-        called = self.capture.nodes[i].params.get("function") if self.framework == "torch" else None
+        call_param = capabilities(self.framework).call_param  # Torch's "function"
+        called = self.capture.nodes[i].params.get(call_param) if call_param else None
         if isinstance(called, str) and called:
-            item["function"] = called  # a one-kernel Torch call: no group, its name on the kernel
+            item["function"] = called  # a one-kernel library call (Torch's): no group, its name on the kernel
         if i in ix.bodies_of:
             item["bodies"] = self.body_summaries(i)
         collective = self.capture.nodes[i].params.get("collective") if self.capture.meshes else None

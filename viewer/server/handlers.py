@@ -14,8 +14,9 @@ from urllib.parse import unquote
 from capture.graph import graphfile
 from capture.graph.model import Capture, Frame
 
+from capture.frameworks import FRAMEWORK_NAMES, capabilities
 from capture.recipe import (
-    CHECKPOINT_SUFFIXES, DTYPES, FIXTURE_SUFFIXES, GENERATORS, PROFILE_NAME, PROFILE_NAME_INVALID, PROFILE_NAME_MAX,
+    CHECKPOINT_SUFFIXES, DEFAULT_FRAMEWORK, DTYPES, FIXTURE_SUFFIXES, GENERATORS, PROFILE_NAME, PROFILE_NAME_INVALID, PROFILE_NAME_MAX,
     PROFILE_NAME_RULE,
 )
 
@@ -301,9 +302,12 @@ def form_schema() -> dict:
         "profile_name_invalid": PROFILE_NAME_INVALID.pattern,
         "profile_name_max": PROFILE_NAME_MAX,
         "profile_name_rule": PROFILE_NAME_RULE,
-        # Torch loads saved files: init.checkpoint and inputs.fixture (capture.torch.saved).
-        "saved_files": {"frameworks": ["torch"], "checkpoint": list(CHECKPOINT_SUFFIXES),
-                        "fixture": list(FIXTURE_SUFFIXES)},
+        # The frameworks whose declaration loads saved files (Torch: init.checkpoint and
+        # inputs.fixture, capture.torch.saved).
+        "saved_files": {"frameworks": [n for n in FRAMEWORK_NAMES if capabilities(n).saved_files],
+                        "checkpoint": list(CHECKPOINT_SUFFIXES), "fixture": list(FIXTURE_SUFFIXES)},
+        # A recipe's framework when it names none (and discovery says nothing).
+        "default_framework": DEFAULT_FRAMEWORK,
     }
 
 

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
-from capture.frameworks import framework_names
+from capture.frameworks import declared_by, framework_names
 from capture.graph.compiled import kind_counts
 from capture.units import bytes_text, flops_text
 from capture.graph.failure_text import cut_note, readable_message
@@ -126,33 +126,38 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inputs-factory", metavar="REF",
                    help='shorthand: a function of yours that returns the inputs, {"args": (...), "kwargs": {...}} '
                         "or a mapping of named inputs")
+    # Who each choice is for, as the frameworks declare it ("Torch", "JAX").
+    abstract = declared_by(lambda c: "abstract" in c.evidence)
+    dtype, saved = declared_by(lambda c: c.model_dtype), declared_by(lambda c: c.saved_files)
+    compiles = declared_by(lambda c: c.compile)
     evidence = p.add_mutually_exclusive_group()
     evidence.add_argument("--abstract", dest="evidence", action="store_const", const="abstract",
-                          help="shorthand (Torch): abstract evidence, shapes only, nothing computed (no parameter "
+                          help=f"shorthand ({abstract}): abstract evidence, shapes only, nothing computed (no parameter "
                                "storage: models larger than memory)")
     evidence.add_argument("--eager", dest="evidence", action="store_const", const="eager",
-                          help="shorthand (Torch): run the model (the default; undoes a saved --abstract)")
+                          help=f"shorthand ({abstract}): run the model (the default; undoes a saved --abstract)")
     p.add_argument("--dtype", choices=MODEL_DTYPES, metavar="DTYPE",
-                   help="shorthand (Torch): build the model in this floating dtype (bfloat16, float16, float32, "
+                   help=f"shorthand ({dtype}): build the model in this floating dtype (bfloat16, float16, float32, "
                         "float64); default: the model's own, a transformers config's dtype when it names one")
     # Read when the parser is built, so a test plug-in (TENSORVIZ_TEST_PLUGINS) is a choice too.
     names = framework_names()
     p.add_argument("--framework", choices=names,
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
-    p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu, cuda:N, or tpu / tpu:N (JAX)")
+    p.add_argument("--device", metavar="DEVICE",
+                   help=f"shorthand: cpu, cuda:N, or tpu / tpu:N ({declared_by(lambda c: 'tpu' in c.devices)})")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
     p.add_argument("--compile", choices=("auto", "on", "off"), dest="compile_mode",
-                   help="shorthand (JAX): compile the traced program for the recipe's devices and show what XLA runs "
+                   help=f"shorthand ({compiles}): compile the traced program for the recipe's devices and show what XLA runs "
                         "(the collectives it adds, per-device FLOPs and memory); auto (default): with a mesh")
     p.add_argument("--mesh", metavar="AXES",
                    help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "
                         "axis is Explicit as jax.make_mesh makes it, or says its type, model=2:auto); on cpu the devices are simulated (JAX: XLA's host "
                         "device count; Torch: the fake process group); 'none' removes a saved mesh")
     p.add_argument("--checkpoint", metavar="PATH",
-                   help="shorthand (Torch): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
+                   help=f"shorthand ({saved}): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
     p.add_argument("--no-strict", dest="strict", action="store_false", default=None,
                    help="shorthand: load the checkpoint without strict key checking")
-    p.add_argument("--fixture", metavar="PATH", help="shorthand (Torch): a saved batch as the inputs, .pt, .safetensors or .npz")
+    p.add_argument("--fixture", metavar="PATH", help=f"shorthand ({saved}): a saved batch as the inputs, .pt, .safetensors or .npz")
     p.add_argument("--fixture-key", action="append", default=[], metavar="KEY=PARAM",
                    help="shorthand: map a fixture key to a forward parameter, e.g. ids=input_ids")
 

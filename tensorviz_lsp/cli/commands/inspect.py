@@ -112,13 +112,14 @@ def summary(capture: Capture) -> str:
         # What the program costs (tensorviz summary gives it per layer).
         unc = totals["uncounted"]
         scope = ""  # a program split across devices: what the total covers
+        per_rank = _per_rank_lines(capture)  # a Torch program's figures per rank: the total mixes two scopes
         if capture.meshes:
-            scope = " (two scopes: see the lines below)" if capture.framework == "torch" else " global"
+            scope = " (two scopes: see the lines below)" if per_rank else " global"
         lines.append(f"cost:       {flops_text(totals['flops'])}{scope} (a multiply-add counts 2), "
                      f"{bytes_text(totals['bytes'])} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")
-        lines += _per_rank_lines(capture)
+        lines += per_rank
     if capture.failure is not None:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
+from capture.frameworks import capabilities
 from capture.graph import graphfile
 from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
 from capture.analysis.cost import FLOP_KINDS
@@ -392,12 +393,11 @@ def figure_scopes(capture: Any) -> dict[str, str]:
         return {}
     out = {"flops": "global: the whole program at its full shapes", "bytes": "global, unfused",
            "params": "global: every parameter once, whole", "activations": "global, at the captured shapes"}
-    if capture.meshes and capture.framework == "jax":
-        out["flops"] += "; a shard_map as its body × its devices (the body's own rows: per device)"
-    if capture.framework == "torch" and capture.meshes:
-        out["flops"] = "global for DTensor ops, per rank for plain-tensor ops"
-        out["flops_per_rank"] = ("per rank: DTensor ops at the shapes one rank computes on, plain-tensor ops as "
-                                 "recorded; what cards, hovers and the FLOPs/rank column show")
+    declared = capabilities(capture.framework)  # how the framework counts a split program
+    if capture.meshes and declared.mesh_flops_scope:
+        out["flops"] = declared.mesh_flops_scope
+    if capture.meshes and declared.mesh_flops_per_rank:
+        out["flops_per_rank"] = declared.mesh_flops_per_rank
     if capture.compiled and capture.compiled.get("status") == "compiled":
         out["compiled"] = "per device: XLA's cost_analysis() and memory_analysis() of the program one device runs"
     return out

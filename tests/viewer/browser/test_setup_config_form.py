@@ -30,7 +30,7 @@ from capture.graph import graphfile
 from config_models import JAX_CONFIGS, MY_LLAMA, NANO_GPT
 from tensorviz_lsp.backends import RealBackends
 from tensorviz_lsp.features.form_values import read_form_recipe
-from tensorviz_lsp.features.setup_form import INIT_CONTRACTS, SetupContext, draft_recipe, setup_form, setup_needs
+from tensorviz_lsp.features.setup_form import SetupContext, init_contract, draft_recipe, setup_form, setup_needs
 from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
@@ -92,7 +92,7 @@ def test_a_config_parameter_is_a_group_of_the_classes_fields(tmp_path):
     assert idx["token"]["high_path"] == by_name["vocab_size"]["path"], "the bound follows the group's field"
 
     init, inputs = form["factories"]["init"], form["factories"]["inputs"]
-    assert init["value"] is None and init["contract"] == INIT_CONTRACTS["torch_module"].format(name="GPT")
+    assert init["value"] is None and init["contract"] == init_contract("torch_module", "GPT")
     assert "nn.Module" in init["contract"] and '{"args": (...), "kwargs": {...}}' in inputs["contract"]
     assert ("evidence" in form) == bool(getattr(recipe_model, "EVIDENCE", ()))
 
@@ -143,9 +143,8 @@ def test_saved_calls_and_factories_come_back_into_the_form(tmp_path):
 
 
 def test_each_kind_of_symbol_has_its_factory_contract(tmp_path):
-    assert set(INIT_CONTRACTS) == {"torch_module", "linen_module", "nnx_module", "jax_function"}
-    assert ".bind(variables)" in INIT_CONTRACTS["linen_module"] and "nnx.Rngs" in INIT_CONTRACTS["nnx_module"]
-    assert "functools.partial" in INIT_CONTRACTS["jax_function"]
+    assert ".bind(variables)" in init_contract("linen_module", "M") and "nnx.Rngs" in init_contract("nnx_module", "M")
+    assert "functools.partial" in init_contract("jax_function", "f")
 
 
 def test_a_required_static_argument_of_a_jax_function_is_asked(tmp_path):

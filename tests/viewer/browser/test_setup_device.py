@@ -26,14 +26,14 @@ SETUP = {
     "fields": [],
     "needs": [],
     "factories": {"init": None, "inputs": {"value": "m:batch", "placeholder": "", "contract": "the inputs"}},
-    "device": _device_choice("tpu:1", True),
+    "device": _device_choice("tpu:1", "jax"),
 }
 
 
 def test_device_choices_follow_the_framework():
-    assert [c["value"] for c in _device_choice(None, True)["choices"]] == ["cpu", "cuda:0", "tpu"]
-    assert [c["value"] for c in _device_choice("cuda:2", False)["choices"]] == ["cpu", "cuda:0", "cuda:2"]
-    assert _device_choice(None, False)["value"] == "cpu"
+    assert [c["value"] for c in _device_choice(None, "jax")["choices"]] == ["cpu", "cuda:0", "tpu"]
+    assert [c["value"] for c in _device_choice("cuda:2", "torch")["choices"]] == ["cpu", "cuda:0", "cuda:2"]
+    assert _device_choice(None, "torch")["value"] == "cpu"
 
 
 @pytest.fixture(scope="module")

@@ -378,8 +378,9 @@ export class Inspector extends Panel {
     const isMeasured = this.capture && this.capture.measured;
     const rows = entries.filter((e) => e.value && e.value.measured);
     if (!isMeasured || !rows.length) {
-      const jax = !this.capture || this.capture.backend === "jaxpr" || (this.capture.coverage && this.capture.coverage.scope === "traced_program");
-      box.append(el("p", { class: "note" }, jax ? NOT_MEASURED : "not measured for these values."));
+      // A traced program (any framework's, JAX's among them) measures nothing at all.
+      const traced = !this.capture || (this.capture.coverage && this.capture.coverage.scope === "traced_program");
+      box.append(el("p", { class: "note" }, traced ? NOT_MEASURED : "not measured for these values."));
       this.body.append(box);
       return;
     }

@@ -95,6 +95,7 @@ export {};
  * @property {number} [profile_name_max]
  * @property {string} [profile_name_rule]  the rule in words
  * @property {SavedFilesSpec} [saved_files]
+ * @property {string} [default_framework]  a recipe's framework when it names none
  */
 
 /**

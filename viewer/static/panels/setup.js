@@ -83,14 +83,14 @@ export class SetupForm extends Panel {
       dtypes: s.dtypes || [], generators: s.generators || [], fill: s.fill_generator || null, bounded: s.bounded_generator || null, default_dtype: s.default_dtype, profile_name: s.profile_name || null,
       profile_name_invalid: s.profile_name_invalid || null, profile_name_max: s.profile_name_max || null,
       profile_name_rule: s.profile_name_rule || null,
-      saved_files: s.saved_files || null,
+      saved_files: s.saved_files || null, default_framework: s.default_framework || "",
     };
   }
 
-  // The recipe's framework: the saved one, else discovery's reading of the symbol (Torch when neither says).
+  // The recipe's framework: the saved one, else discovery's reading of the symbol, else the recipe's default.
   get framework() {
     const d = this.data || {};
-    return (d.recipe && d.recipe.framework) || (d.symbol && d.symbol.framework) || "torch";
+    return (d.recipe && d.recipe.framework) || (d.symbol && d.symbol.framework) || this.schema.default_framework;
   }
 
   get needsInput() {
