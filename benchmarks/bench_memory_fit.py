@@ -76,11 +76,11 @@ def mib(b: float) -> str:
 
 
 def plan_of(cap) -> dict:
+    from capture.analysis.analysis import Analysis
     from capture.analysis.fit import input_bytes, memory_plan
-    from viewer.projection.projection import Projection
 
-    proj = Projection(cap)
-    return memory_plan(proj.costs().totals(), input_bytes(proj))
+    analysis = Analysis(cap)
+    return memory_plan(analysis.costs().totals(), input_bytes(analysis))
 
 
 def show_plan(plan: dict) -> None:

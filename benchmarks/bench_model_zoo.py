@@ -427,7 +427,7 @@ def experts(cap, r: Result) -> None:
     if not costs.available:
         return
     kinds = costs.totals().get("flops_by_kind") or {}
-    layers = proj.pages.moe_layers()
+    layers = proj.analysis.moe_layers()
     idle = sum(e["flops"] - e["active_flops"] for e in layers)
     r.active = kinds.get("matmul", 0) + kinds.get("attention", 0) - idle
     texts: dict[str, int] = {}

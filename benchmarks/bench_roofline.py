@@ -251,10 +251,9 @@ def capture_model(ws: Path, name: str, timeout: float) -> Any:
 def estimates(capture: Any, device: Any) -> tuple[float, dict[str, float], dict[str, Any]]:
     """The roofline of the whole program and of each top-level group (each layer's named
     scope), as the viewer's cost panel and ``tensorviz summary`` compute them."""
-    from viewer.projection.projection import Projection
+    from capture.analysis.analysis import Analysis
 
-    proj = Projection(capture)
-    costs = proj.costs()
+    costs = Analysis(capture).costs()
     times = costs.times(device)  # slot 0: the whole program; slot g + 1: group g
     layers = {g.name: times[g.id + 1] for g in capture.groups if g.parent is None}
     return times[0], layers, costs.totals()

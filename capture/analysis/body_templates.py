@@ -49,14 +49,14 @@ def body_groups(groups: Any, n_nodes: int) -> dict[int, int]:
     return out
 
 
-def template_label(attrs: dict) -> str:
+def template_label(attrs: dict[str, Any]) -> str:
     role = attrs.get("role")
     if role == "shard_map body":
         return SHARD_TEMPLATE
     return BRANCH_TEMPLATE if isinstance(role, str) and role.startswith("branch") else LOOP_TEMPLATE
 
 
-def body_summary(g: int, attrs: dict, name: str) -> dict:
+def body_summary(g: int, attrs: dict[str, Any], name: str) -> dict[str, Any]:
     """What a boundary node's card and a body card say about one body."""
     d: dict[str, Any] = {"id": g, "key": f"g{g}", "name": name, "role": attrs.get("role"),
                          "template": template_label(attrs), "executed": False}
@@ -70,7 +70,7 @@ def body_summary(g: int, attrs: dict, name: str) -> dict:
     return d
 
 
-def template_line(summary: dict) -> str:
+def template_line(summary: dict[str, Any]) -> str:
     """What an opened body's header says: ``one iteration, as traced; not executed ·
     5 iterations (static)``."""
     bits = [summary["template"]]

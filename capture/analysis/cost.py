@@ -36,6 +36,7 @@ from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
 from .names import group_title
+from .types import CostTotals, ExecutedTotals, GroupCost, ParamCounts, UncountedOp
 
 #: What a FLOP is, in every place a figure is shown.
 FLOP_NOTE = "FLOPs: floating-point operations, a multiply-add counted as 2"
@@ -55,7 +56,7 @@ def si(x: float, unit: str) -> str:
     return units.flops_text(x) if unit == "FLOPs" else units.rate_text(x, unit)
 
 
-def executed_totals(capture: Any) -> dict | None:
+def executed_totals(capture: Any) -> ExecutedTotals | None:
     """``{flops, bytes, uncounted}`` of the executed program (outside unexecuted bodies),
     straight from the cost columns, without a projection; None when the capture holds none."""
     c = capture.cost
@@ -102,8 +103,8 @@ class LayerCosts:
     Arrays are indexed by group slot ``g + 1`` (slot 0: the whole executed program), as
     :class:`~capture.analysis.index.GraphIndex`'s are."""
 
-    def __init__(self, capture: Any, index: Any, names: Any, params_of: Callable[[int], dict]) -> None:
-        self.capture, self.index, self.names = capture, index, names
+    def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts]) -> None:
+        self.capture, self.index = capture, index
         self.params_of = params_of
         self.cost = capture.cost
         self._lock = threading.Lock()
@@ -177,7 +178,7 @@ class LayerCosts:
         """Groups deepest first (children before parents)."""
         return sorted(range(len(self.capture.groups)), key=self.index.depth.__getitem__, reverse=True)
 
-    def _up(self, arrays: list[list], combine: Callable[[Any, Any], Any] | None = None) -> None:
+    def _up(self, arrays: list[list[Any]], combine: Callable[[Any, Any], Any] | None = None) -> None:
         """Propagate per-group values to the ancestors (bodies stay trees of their own)."""
         ix = self.index
         for g in self._order():
@@ -533,14 +534,14 @@ class LayerCosts:
 
     # ------------------------------------------------------------------ reading
 
-    def group(self, g: int) -> dict | None:
+    def group(self, g: int) -> GroupCost | None:
         """What group ``g`` costs (``None`` without costs): FLOPs, bytes read and written,
         uncounted ops, whether an estimate is inside, activations, peak live, saved."""
         if self.cost is None:
             return None
         s = g + 1
-        out: dict[str, Any] = {"flops": self.flops[s], "bytes_read": self.read[s], "bytes_written": self.written[s],
-                               "activations": int(self.activations[s]), "peak_live": int(self.peak[s])}
+        out: GroupCost = {"flops": self.flops[s], "bytes_read": self.read[s], "bytes_written": self.written[s],
+                          "activations": int(self.activations[s]), "peak_live": int(self.peak[s])}
         if self.uncounted[s]:
             out["uncounted"] = self.uncounted[s]
         if self.estimate[s]:
@@ -553,12 +554,13 @@ class LayerCosts:
             out["flops_by_kind"] = _ordered_kinds(self.by_kind[s])
         return out
 
-    def node(self, i: int) -> dict | None:
+    def node(self, i: int) -> dict[str, Any] | None:
         if self.cost is None:
             return None
-        return self.cost.of(i)
+        got: dict[str, Any] | None = self.cost.of(i)
+        return got
 
-    def uncounted_ops(self) -> list[dict]:
+    def uncounted_ops(self) -> list[UncountedOp]:
         """The ops no rule counted, by name: how many (in the executed program, and in
         unexecuted bodies) and why."""
         if self.cost is None:
@@ -575,13 +577,13 @@ class LayerCosts:
         return [{"op": op, "count": a, "in_bodies": b, "reason": str(reasons.get(op, ""))}
                 for op, (a, b) in sorted(found.items(), key=lambda kv: (-kv[1][0] - kv[1][1], kv[0]))]
 
-    def totals(self) -> dict:
+    def totals(self) -> CostTotals:
         """The whole executed program: FLOPs, bytes, memory, what is uncounted."""
         if self.cost is None:
             return {"available": False}
         params = self.params_total()
         self._need_memory()
-        out = {
+        out: CostTotals = {
             "available": True,
             "flops": self.flops[0], "bytes_read": self.read[0], "bytes_written": self.written[0],
             "uncounted": self.uncounted[0], "estimate": self.estimate[0],
@@ -598,12 +600,11 @@ class LayerCosts:
         out["flops_by_kind"] = _ordered_kinds(self.by_kind[0])
         return out
 
-    def params_total(self) -> dict:
+    def params_total(self) -> ParamCounts:
         """Every parameter (JAX variable) the capture's ops use: tensors, elements, bytes."""
-        g = self.params_of(ROOT)
-        return dict(g)
+        return self.params_of(ROOT).copy()
 
-    def notes(self) -> dict:
+    def notes(self) -> dict[str, Any]:
         notes = dict(self.cost.notes) if self.cost is not None and isinstance(self.cost.notes, dict) else {}
         notes.setdefault("flops", FLOP_NOTE)
         notes.setdefault("bytes", BYTES_NOTE)
@@ -649,12 +650,12 @@ def _ordered_kinds(d: dict[str, int]) -> dict[str, int]:
     return {k: d[k] for k in sorted(d, key=lambda k: (order.get(k, len(order)), k)) if d[k]}
 
 
-def _shapes(values: ValueTable) -> Callable[[int], list]:
+def _shapes(values: ValueTable) -> Callable[[int], list[Any]]:
     off, dims = values.shape_columns()
     return lambda v: dims[off[v]:off[v + 1]]
 
 
-def _value_bytes(shape: list, dtype: str, known: dict[str, int] | None = None) -> int | None:
+def _value_bytes(shape: list[Any], dtype: str, known: dict[str, int] | None = None) -> int | None:
     """Bytes of a value (:func:`capture.units.nbytes`), a symbolic dimension evaluated with
     the ``known`` symbols; None when a dimension or the dtype stays unknown."""
     if known:

@@ -211,7 +211,7 @@ def _mem_total() -> int:
                  and line.split()[1].isdigit()), 0)
 
 
-def _entries(doc: dict, where: str) -> dict[str, Device]:
+def _entries(doc: dict[str, Any], where: str) -> dict[str, Device]:
     table = doc.get("devices", {})
     if not isinstance(table, dict):
         raise DeviceError(f"{where}: [devices] must be a table of devices")
@@ -257,7 +257,7 @@ def _measured(value: Any, at: str) -> dict[str, Any] | None:
     return {"low": float(value["low"]), "high": float(value["high"]), "on": str(value.get("on", ""))}
 
 
-def _read(path: Path, workspace: Path | None = None) -> dict:
+def _read(path: Path, workspace: Path | None = None) -> dict[str, Any]:
     try:
         data = safe_read.read_bytes(path, workspace=workspace, max_bytes=_MAX_FILE) if workspace else \
             safe_read.read_bytes(path, max_bytes=_MAX_FILE)

@@ -27,10 +27,15 @@ Only the standard library (DESIGN.md boundaries).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from capture import units
 from capture.graph.per_device import aliased, body_parameters, fused, transients
+
+from .types import CostTotals, Fit, MemoryPlan, PerDevice
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
@@ -47,30 +52,33 @@ NOTE = ("memory: parameters + inputs + the peak of live activations in traced or
         "rounding or fragmentation, per device for a single-device capture")
 
 
-def memory_plan(totals: dict, inputs: int, optimizer: str | None = None) -> dict[str, Any] | None:
+def memory_plan(totals: CostTotals, inputs: int, optimizer: str | None = None) -> MemoryPlan | None:
     """The memory a capture's program needs, in parts (see the module docstring); None
     without costs. ``optimizer``: a key of :data:`OPTIMIZERS` for a step whose optimizer
     the capture does not hold."""
     if not totals.get("available"):
         return None
-    params = int(totals["params"]["bytes"])
+    known = totals["params"]["bytes"] if "params" in totals else 0
+    params = int(known or 0)  # None: a parameter of unknown size (said as parameters_unknown)
     kept = totals.get("kept") or {}
     training = "saved_for_backward" in totals
     grads = int(kept.get("gradients", 0))
     state = int(kept.get("optimizer state", 0))
     peak = params + inputs + int(totals.get("peak_live_kept", totals.get("peak_live", 0)))
-    plan: dict[str, Any] = {"kind": "training step" if training else "forward", "parameters": params,
-                            "inputs": inputs, "gradients": grads, "optimizer_state": state,
-                            "saved_for_backward": int(totals.get("saved_for_backward", 0)),
-                            "optimizer": "as captured" if state else ("none captured" if training else "none"),
-                            "estimate": False}
+    plan: MemoryPlan = {"kind": "training step" if training else "forward", "parameters": params,
+                        "inputs": inputs, "gradients": grads, "optimizer_state": state,
+                        "saved_for_backward": int(totals.get("saved_for_backward", 0)),
+                        "optimizer": "as captured" if state else ("none captured" if training else "none"),
+                        "estimate": False, "peak": 0}
+    if known is None:
+        plan["parameters_unknown"] = True
     if optimizer is not None:
         per, words = OPTIMIZERS[optimizer]
         chosen = int(per * params)
         if not training:  # a forward: the step it would be
             grads, saved = params, int(totals.get("activations", 0))
-            plan.update(kind="training step (estimated from a forward)", gradients=grads, saved_for_backward=saved,
-                        estimate=True)
+            plan["kind"] = "training step (estimated from a forward)"
+            plan["gradients"], plan["saved_for_backward"], plan["estimate"] = grads, saved, True
             peak += grads + saved
         if not state:
             plan["optimizer_state"] = chosen
@@ -80,7 +88,7 @@ def memory_plan(totals: dict, inputs: int, optimizer: str | None = None) -> dict
     return plan
 
 
-def fits(plan: dict[str, Any], device: Any) -> dict[str, Any] | None:
+def fits(plan: MemoryPlan, device: Any) -> Fit | None:
     """Whether ``plan``'s peak fits in ``device``'s memory, and by how much (None when the
     device profile gives no memory)."""
     memory = float(getattr(device, "memory", 0) or 0)
@@ -88,14 +96,14 @@ def fits(plan: dict[str, Any], device: Any) -> dict[str, Any] | None:
         return None
     split = plan.get("per_device")
     need = split["peak"] if split else plan["peak"]  # a mesh: what one of its devices holds
-    out = {"device": device.name, "label": device.label, "memory": int(memory), "needs": need,
+    out: Fit = {"device": device.name, "label": device.label, "memory": int(memory), "needs": need,
            "fits": need <= memory, "margin": int(memory - need), "share": need / memory}
     if split:
         out["per_device_of"] = split["devices"]
     return out
 
 
-def fit_text(result: dict[str, Any], bytes_text: Any) -> str:
+def fit_text(result: Fit, bytes_text: Callable[[float], str]) -> str:
     """``fits on NVIDIA H100 SXM (80 GiB): needs 10 GiB (12.5 %), 70 GiB to spare`` or
     ``does not fit …: needs …, … over``."""
     head = f"{result['label']} ({bytes_text(result['memory'])})"
@@ -107,28 +115,28 @@ def fit_text(result: dict[str, Any], bytes_text: Any) -> str:
     return f"does not fit on {head}: needs {bytes_text(result['needs'])}, {bytes_text(-result['margin'])} over"
 
 
-def input_bytes(proj: Any) -> int:
+def input_bytes(analysis: Analysis) -> int:
     """The bytes of the capture's input tensors (values named as inputs, made by no op)."""
     total = 0
-    for v, (_, role) in proj.names.names.items():
-        if role != "input" or proj.index.producer[v] >= 0:
+    for v, (_, role) in analysis.names.names.items():
+        if role != "input" or analysis.index.producer[v] >= 0:
             continue
-        val = proj.capture.values[v]
+        val = analysis.capture.values[v]
         total += units.nbytes(val.shape, val.dtype) or 0  # an unknown size adds nothing (capture/units.py)
     return total
 
 
-def per_device(proj: Any) -> dict[str, Any] | None:
+def per_device(analysis: Analysis) -> PerDevice | None:
     """The plan's figures for one device of a mesh, where values are split across one:
     every tensor at the shape each device holds (``sharding.per_device_shape``; a value not
     split is held whole by every device), through the same lifetimes as the whole
     program's. None when nothing is split."""
-    cap = proj.capture
+    cap = analysis.capture
     if not any(v.sharding for v in cap.values):
         return None
-    costs = proj.costs()
+    costs = analysis.costs()
     costs._need_memory()
-    n = proj.index.n_nodes
+    n = analysis.index.n_nodes
 
     views = aliased(cap)  # a shard_map's result that is its operand, viewed: no buffer of its own
 
@@ -167,8 +175,8 @@ def per_device(proj: Any) -> dict[str, Any] | None:
         peak = max(peak, live)
     params = inputs = 0.0
     inner = body_parameters(cap)  # a body's parameter is a slice or view of an outer value: held there
-    for v, (_, role) in proj.names.names.items():
-        if proj.index.producer[v] >= 0 or v in inner:
+    for v, (_, role) in analysis.names.names.items():
+        if analysis.index.producer[v] >= 0 or v in inner:
             continue
         if role in ("param", "variable"):
             params += held(v)
@@ -180,7 +188,7 @@ def per_device(proj: Any) -> dict[str, Any] | None:
             "peak": int(params + inputs + peak)}
 
 
-def add_chosen(split: dict[str, Any], plan: dict[str, Any], optimizer: str | None) -> None:
+def add_chosen(split: PerDevice, plan: MemoryPlan, optimizer: str | None) -> None:
     """What a chosen optimizer adds on each device of the mesh, as :func:`memory_plan` adds
     it to the whole: its state (and, for a forward, gradients and every activation saved) at
     the per-device sizes."""

@@ -91,8 +91,8 @@ class GraphIndex:
 
     def __init__(self, capture: Any) -> None:
         self.capture = capture
-        self._orders: dict[int, tuple] = {}
-        self._paths: dict[int, list[dict]] = {}
+        self._orders: dict[int, tuple[list[int], list[int], dict[int, int]]] = {}
+        self._paths: dict[int, list[dict[str, Any]]] = {}
         self._jumps: list[list[int]] | None = None  # binary-lifting parents (ancestor), built on first use
         with gc_pause.paused():
             self._build()
@@ -252,7 +252,7 @@ class GraphIndex:
                         self._add(self.bout, x, rv)
 
     @staticmethod
-    def _add(table: list, g: int, v: int) -> None:
+    def _add(table: list[Any], g: int, v: int) -> None:
         d = table[g + 1]
         if d is None:
             d = table[g + 1] = {}
@@ -370,7 +370,7 @@ class GraphIndex:
 
     # ------------------------------------------------------------------ paths
 
-    def group_path(self, g: int) -> list[dict]:
+    def group_path(self, g: int) -> list[dict[str, Any]]:
         """The groups from the top down to ``g`` (inclusive), as ``{id, kind, name}``."""
         if g == ROOT:
             return []

@@ -4,13 +4,17 @@ figures are :class:`capture.analysis.cost.LayerCosts`'."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from capture import units
 
 from .cost import BACKWARD_KINDS, LayerCosts, _add, _ordered_kinds
 from .index import ROOT
 from .names import group_title, run_label
+from .types import LayerRow, ParamCounts
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 
 #: Group kinds a layer table lists by default: layers and the parts of a training step.
@@ -21,15 +25,16 @@ TABLE_KINDS = frozenset({"module", "body", "loss", "backward", "optimizer"})
 SORT_KEYS = ("order", "flops", "bytes", "params", "time", "activations")
 
 
-def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_groups: bool = False) -> list[dict]:
-    """The layer table of ``proj`` (a :class:`~viewer.projection.projection.Projection`):
+def layer_rows(analysis: Analysis, depth: int | None = None, device: Any = None,
+               all_groups: bool = False) -> list[LayerRow]:
+    """The layer table of ``analysis`` (a capture's :class:`~capture.analysis.analysis.Analysis`):
     one row per listed group down to ``depth`` levels (``None``: all), in program order,
     each a group or a *stack* of consecutive identical groups (a run of blocks with the
     same structure, as the viewer folds them: GPT-2's ``h.0 … h.11``), whose figures are
     the run's sums with ``per_block`` the first repetition's; below a stack, the rows of
     its first repetition (``per_block: True``). Body groups (unexecuted control-flow
     templates) are listed under the group of their boundary node, marked ``template``."""
-    table = _LayerTable(proj, depth, device, all_groups)
+    table = _LayerTable(analysis, depth, device, all_groups)
     table.walk(ROOT, 1, False)
     return table.rows
 
@@ -37,16 +42,16 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
 class _LayerTable:
     """The rows of :func:`layer_rows`, walked down the listed groups."""
 
-    def __init__(self, proj: Any, depth: int | None, device: Any, all_groups: bool) -> None:
-        self.proj, self.depth, self.device = proj, depth, device
-        self.costs: LayerCosts = proj.costs()
-        self.ix = proj.index
-        groups = self.groups = proj.capture.groups
-        self.structure = proj.structure()
+    def __init__(self, analysis: Analysis, depth: int | None, device: Any, all_groups: bool) -> None:
+        self.analysis, self.depth, self.device = analysis, depth, device
+        self.costs: LayerCosts = analysis.costs()
+        self.ix = analysis.index
+        groups = self.groups = analysis.capture.groups
+        self.structure = analysis.structure()
         self.listed_kinds = None if all_groups or not any(g.kind in TABLE_KINDS for g in groups) else TABLE_KINDS
         self.times = self.costs.times(device) if device is not None and self.costs.available else None
         self.total = max(self.costs.flops[0], 1)
-        self.rows: list[dict] = []
+        self.rows: list[LayerRow] = []
         self.backward = self.ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
         self.calls = _call_numbers(groups)
 
@@ -66,10 +71,12 @@ class _LayerTable:
                 stack.extend(reversed(_ordered_children(self.ix, c)))
         return out
 
-    def params(self, gs: list[int]) -> dict[str, int | None]:
+    def params(self, gs: list[int]) -> ParamCounts:
         """The parameters of groups ``gs``, a module called again counted once."""
-        groups, proj = self.groups, self.proj
-        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
+        groups, analysis = self.groups, self.analysis
+        tensors = 0
+        count: int | None = 0
+        size: int | None = 0
         counted: set[str] = set()
         for g in gs:
             path = groups[g].attrs.get("path") if isinstance(groups[g].attrs, dict) else None
@@ -77,13 +84,14 @@ class _LayerTable:
                 if path in counted:
                     continue  # the same module called again: its parameters once
                 counted.add(path)
-            p = proj.pages._group_params(g)
-            for k in params:
-                params[k] = units.add((params[k], p[k]))
-        return params
+            p = analysis.params(g)
+            tensors += p["tensors"]
+            count, size = units.add((count, p["count"])), units.add((size, p["bytes"]))
+        return {"count": count, "bytes": size, "tensors": tensors}
 
-    def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
-        costs, groups, proj, times, total, backward = self.costs, self.groups, self.proj, self.times, self.total, self.backward
+    def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> LayerRow:
+        """One row (built in the order its keys are printed; typed as :class:`LayerRow`)."""
+        costs, groups, analysis, times, total, backward = self.costs, self.groups, self.analysis, self.times, self.total, self.backward
         device = self.device
         first = gs[0]
         grp = groups[first]
@@ -93,7 +101,7 @@ class _LayerTable:
             "phase": "backward" if backward[first] else "forward",
             "title": group_title(grp), "class": grp.attrs.get("class") if isinstance(grp.attrs, dict) else None,
             "path": grp.attrs.get("path") if isinstance(grp.attrs, dict) else None,
-            "output": _output_label(proj, first),
+            "output": _output_label(analysis, first),
         }
         if stack is None and first in self.calls:  # a module called more than once: which call
             r["call"], r["calls"] = self.calls[first]
@@ -137,11 +145,11 @@ class _LayerTable:
                 r["stack"]["per_block"] = {
                     "flops": sum(costs.flops[s] for s in one),
                     "bytes": sum(costs.read[s] + costs.written[s] for s in one),
-                    "params": units.add(proj.pages._group_params(g)["count"] for g in gs[:period]),
+                    "params": units.add(analysis.params(g)["count"] for g in gs[:period]),
                 }
                 if times is not None:
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)
-        return r
+        return cast(LayerRow, r)
 
     def walk(self, g: int, level: int, per_block: bool) -> None:
         costs, structure, depth, rows = self.costs, self.structure, self.depth, self.rows
@@ -229,30 +237,30 @@ def _call_numbers(groups: Any) -> dict[int, tuple[int, int]]:
     return {g: (n + 1, len(ids)) for ids in by_path.values() if len(ids) > 1 for n, g in enumerate(ids)}
 
 
-def _output_label(proj: Any, g: int) -> str:
+def _output_label(analysis: Analysis, g: int) -> str:
     """What a group hands on: its first output's label (``+N`` for more): a module call's
     result (``attrs.outputs``), else the values leaving the group."""
     from capture.graph.model import tree_leaves
 
-    attrs = proj.capture.groups[g].attrs
+    attrs = analysis.capture.groups[g].attrs
     tree = attrs.get("outputs") if isinstance(attrs, dict) else None
     outs: list[int] = []
     if isinstance(tree, dict):
         try:
-            outs = [v for v in tree_leaves(tree) if type(v) is int and 0 <= v < proj.index.n_values]
+            outs = [v for v in tree_leaves(tree) if type(v) is int and 0 <= v < analysis.index.n_values]
         except (TypeError, KeyError, AttributeError):
             outs = []
     if not outs:
-        leaving = set(proj.index.bout[g + 1] or ())
+        leaving = set(analysis.index.bout[g + 1] or ())
         # What the call returned comes first, in the order it returned it (the model's
         # logits before a dict of auxiliary outputs), then any other value leaving.
         returned: list[int] = []
         try:
-            returned = [v for v in tree_leaves(proj.capture.outputs) if v in leaving]
+            returned = [v for v in tree_leaves(analysis.capture.outputs) if v in leaving]
         except (TypeError, KeyError, AttributeError):
             returned = []
         outs = list(dict.fromkeys(returned)) + sorted(leaving - set(returned))
     if not outs:
         return ""
-    text = proj.values.label(outs[0])
+    text = analysis.values.label(outs[0])
     return text + (f" +{len(outs) - 1}" if len(outs) > 1 else "")

@@ -1,6 +1,6 @@
 """Which values each source line produced: the capture's line → nodes/values index.
 
-Built once per capture from its :class:`~viewer.projection.projection.Projection` (the group
+Built once per capture from its :class:`~capture.analysis.analysis.Analysis` (the group
 tree, producers and group boundaries are already there), then read many times: the
 language server's inlay hints and hovers take a per-file slice (:meth:`LineIndex.file`),
 "Show in Graph" and the cursor-following viewer take one line's calls.
@@ -26,16 +26,29 @@ are indexed with ``traced_body`` set: their shapes are one iteration's, never ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from capture import units
 
 from .errors import NotFound
 from .rank_flops import rank_flops
 
-#: A :class:`~viewer.projection.projection.Projection` (not imported: it builds its line
-#: index from this module).
-Projection = Any
+if TYPE_CHECKING:
+    from .cost import LayerCosts
+    from .index import GraphIndex
+    from .types import LineAnswer, LineCallAnswer, ParamCounts
+
+
+class Analysis(Protocol):
+    """What the line index reads of a capture's :class:`~capture.analysis.analysis.Analysis`
+    (which builds its line index from this module, so is not imported here)."""
+
+    capture: Any
+    index: GraphIndex
+
+    def params(self, g: int) -> ParamCounts: ...
+
+    def costs(self) -> LayerCosts: ...
 
 # A group not called from a user line.
 _NO_FRAME = -1
@@ -130,26 +143,26 @@ class LineIndex:
         return self.file(path).get(int(line))
 
     @classmethod
-    def build(cls, proj: "Projection") -> "LineIndex":
-        capture = proj.capture
+    def build(cls, analysis: "Analysis") -> "LineIndex":
+        capture = analysis.capture
         frames = capture.frames
         groups = capture.groups
         user = [not f.library for f in frames]
-        ix = proj.index
+        ix = analysis.index
         frame_of_node = ix.cols.frame
         n_groups = len(groups)
-        call_frame = _call_frames(proj, user)
+        call_frame = _call_frames(analysis, user)
         line_of = [(fr.file, fr.line) for fr in frames]
-        covered = _covered_lines(proj, call_frame, line_of)
+        covered = _covered_lines(analysis, call_frame, line_of)
 
-        body_of = _bodies_holding(proj)
-        live = _live_values(proj)
+        body_of = _bodies_holding(analysis)
+        live = _live_values(analysis)
         cols = ix.cols
         in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
         bin_, bout, node_count = ix.bin, ix.bout, ix.node_count
 
-        by_line: dict[tuple, list[LineCall]] = {}
-        body_only: dict[tuple, bool] = {}
+        by_line: dict[tuple[str, int], list[LineCall]] = {}
+        body_only: dict[tuple[str, int], bool] = {}
         for slot in range(n_groups + 1):
             g = slot - 1
             if not ix.direct_nodes[slot] and not ix.child_groups[slot]:
@@ -157,7 +170,7 @@ class LineIndex:
             skip = covered[slot]
             body = body_of.get(g, -1)
             _, refs, _ = ix.ordered(g)
-            run: tuple | None = None
+            run: tuple[str, int] | None = None
             call: LineCall | None = None
             called: set[int] = set()  # call-site frames of the groups the current call made
             for r in refs:
@@ -195,20 +208,20 @@ class LineIndex:
                 _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
 
         files: dict[str, dict[int, LineEntry]] = {}
-        costs = proj.costs()
+        costs = analysis.costs()
         for (file, line), calls in by_line.items():
-            calls.sort(key=lambda c: _first_item(proj, c))  # program order: the first ran first
+            calls.sort(key=lambda c: _first_item(analysis, c))  # program order: the first ran first
             if costs.available:
                 for c in calls:
-                    _cost(c, costs, proj.pages._group_params)
+                    _cost(c, costs, analysis.params)
             files.setdefault(file, {})[line] = LineEntry(file, line, calls, body_only[(file, line)])
         return cls(files)
 
 
-def _call_frames(proj: "Projection", user: list[bool]) -> list[int]:
+def _call_frames(analysis: "Analysis", user: list[bool]) -> list[int]:
     """The frame each group was called from (its call site), when a user line; else
     ``_NO_FRAME``. A body is opened from its boundary op, not called on a line."""
-    frames, groups, ix = proj.capture.frames, proj.capture.groups, proj.index
+    frames, groups, ix = analysis.capture.frames, analysis.capture.groups, analysis.index
     call_frame = [_NO_FRAME] * len(groups)
     for g, grp in enumerate(groups):
         if g in ix.body_node:
@@ -219,14 +232,14 @@ def _call_frames(proj: "Projection", user: list[bool]) -> list[int]:
     return call_frame
 
 
-def _covered_lines(proj: "Projection", call_frame: list[int], line_of: list[tuple[str, int]]) -> list[frozenset]:
+def _covered_lines(analysis: "Analysis", call_frame: list[int], line_of: list[tuple[str, int]]) -> list[frozenset[tuple[str, int]]]:
     """Per group slot, the lines its own and its ancestors' calls were made on. A library
     module called from a user line runs its ops "on" that line too (their innermost user
     frame is the call site): they belong to the call, not to a call of their own, so
     items on those lines inside the group are skipped."""
-    groups, ix = proj.capture.groups, proj.index
+    groups, ix = analysis.capture.groups, analysis.index
     n_groups = len(groups)
-    covered: list[frozenset] = [frozenset()] * (n_groups + 1)
+    covered: list[frozenset[tuple[str, int]]] = [frozenset()] * (n_groups + 1)
     for g in sorted(range(n_groups), key=ix.depth.__getitem__):
         parent = groups[g].parent
         base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
@@ -235,7 +248,7 @@ def _covered_lines(proj: "Projection", call_frame: list[int], line_of: list[tupl
     return covered
 
 
-def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
+def _cost(call: LineCall, costs: LayerCosts, params_of: Callable[[int], ParamCounts]) -> None:
     """What one call of a line costs: its own ops and the module calls it made."""
     c = costs.cost
     flops = moved = uncounted = 0
@@ -261,23 +274,24 @@ def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
         call.rank_flops = sum(max(ranks.node[i], 0) for i in call.nodes) + sum(ranks.slots[g + 1] for g in call.groups)
 
 
-def _first_item(proj: "Projection", call: LineCall) -> int:
-    firsts = [proj.index.first[g + 1] for g in call.groups] + call.nodes[:1]
+def _first_item(analysis: "Analysis", call: LineCall) -> int:
+    firsts = [analysis.index.first[g + 1] for g in call.groups] + call.nodes[:1]
     return min(firsts) if firsts else 1 << 62
 
 
-def _live_values(proj: "Projection") -> set[int]:
+def _live_values(analysis: "Analysis") -> set[int]:
     """Values something reads: an op's operand, a capture output, a body's result."""
-    live = set(proj.index.use_refs) | set(proj.index.output_set)
-    for b in proj.index.body_node:
-        for r in proj.capture.groups[b].attrs.get("results") or ():
+    live = set(analysis.index.use_refs) | set(analysis.index.output_set)
+    for b in analysis.index.body_node:
+        for r in analysis.capture.groups[b].attrs.get("results") or ():
             v = r.get("value") if isinstance(r, dict) else None
             if type(v) is int:
                 live.add(v)
     return live
 
 
-def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: set[int]) -> None:
+def _finish(call: LineCall, in_off: Sequence[int], in_ref: Sequence[int], out_off: Sequence[int],
+            out_ids: Sequence[int], bin_: Sequence[Any], bout: Sequence[Any], live: set[int]) -> None:
     """The values that left ``call``: made by its ops or its module calls, not consumed
     inside it, and read somewhere (a ``fori_loop``'s final counter, made by its ``scan``
     and dropped, is not what the line produced). A line whose every value stays inside
@@ -301,13 +315,13 @@ def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: 
     call.results = results
 
 
-def _bodies_holding(proj: "Projection") -> dict[int, int]:
+def _bodies_holding(analysis: "Analysis") -> dict[int, int]:
     """For every group that is an unexecuted body or lies inside one, the innermost body."""
-    bodies = proj.index.body_node
+    bodies = analysis.index.body_node
     out: dict[int, int] = {}
     if not bodies:
         return out
-    groups = proj.capture.groups
+    groups = analysis.capture.groups
     for g in range(len(groups)):
         x: int | None = g
         chain = []
@@ -327,7 +341,7 @@ MAX_LINE_CALLS = 2000
 MAX_CALL_KEYS = 500
 
 
-def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> dict:
+def line_answer(analysis: "Analysis", index: LineIndex, file: str, line: int) -> LineAnswer:
     """``api/line``: one source line's calls in this capture, each with its item keys and
     the item path (what to expand) of every key; see ``viewer/API.md``.
 
@@ -335,17 +349,17 @@ def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> d
     entry = index.at(file, line) if file else None
     if entry is None or not entry.calls:
         raise NotFound(f"{file or '(no file)'}:{line} produced nothing in this capture")
-    calls = []
+    calls: list[LineCallAnswer] = []
     for call in entry.calls[:MAX_LINE_CALLS]:
         keys = call.keys()[:MAX_CALL_KEYS]
-        paths = {}
+        paths: dict[str, list[str]] = {}
         for key in keys:
             i = int(key[1:])
-            paths[key] = proj.index.group_item_path(i) if key[0] == "g" else proj.index.item_path(i)
+            paths[key] = analysis.index.group_item_path(i) if key[0] == "g" else analysis.index.item_path(i)
         # ops of its own: the block it ran in; only module calls: the first one called
         where = call.container if call.nodes and call.container >= 0 or not call.groups else call.groups[0]
         calls.append({"keys": keys, "paths": paths, "ops": call.ops, "results": call.results[:16],
-                      "container": call.container, "where": group_label(proj.capture, where)})
+                      "container": call.container, "where": group_label(analysis.capture, where)})
     return {"file": entry.file, "line": entry.line, "traced_body": entry.traced_body,
             "calls": calls, "calls_total": len(entry.calls)}
 

@@ -168,7 +168,7 @@ class _Folder:
 
     def _token(self, ref: int) -> int:
         if ref >= 0:
-            key: tuple = (self.op[ref], self._line(self.frame[ref]))
+            key: tuple[Any, ...] = (self.op[ref], self._line(self.frame[ref]))
         else:
             g = ~ref
             grp = self.groups[g]
@@ -333,7 +333,8 @@ class _Folder:
     def _first_frame(self, lo: int, hi: int) -> int | None:
         for j in range(lo, hi + 1):
             if self._line(self.frame[j]) >= 0:
-                return self.frame[j]
+                got: int = self.frame[j]
+                return got
         return None
 
     def _loop_words(self, first: list[int], spans: list[tuple[int, int]]) -> dict[str, Any]:

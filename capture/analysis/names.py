@@ -1,4 +1,4 @@
-"""What a :class:`viewer.projection.projection.Projection` calls things.
+"""What the analysis (and the viewer's pages, the hover, the summary) calls things.
 
 The short dtype spelling and value labels (``f32[2,4]``), the honest wording of group
 kinds and value roles sent to the browser (:func:`vocabulary`), and the names of values
@@ -46,7 +46,7 @@ def short_dtype(dtype: str) -> str:
     return _short_dtype(dtype)
 
 
-def value_label(shape: list, dtype: str, sharding: Any = None) -> str:
+def value_label(shape: list[Any], dtype: str, sharding: Any = None) -> str:
     """``f32[2,4]``: the text of an edge label; with the value's ``sharding``, how it is
     split where its shape is shown (``f32[8@data,16]``, ``capture.graph.sharding``)."""
     if isinstance(sharding, dict):
@@ -54,7 +54,7 @@ def value_label(shape: list, dtype: str, sharding: Any = None) -> str:
     return short_dtype(dtype) + format_shape(shape)
 
 
-def device_label(shape: list, dtype: str, sharding: Any) -> str | None:
+def device_label(shape: list[Any], dtype: str, sharding: Any) -> str | None:
     """What one device holds of a split value (``f32[2,16]``); None when it is not split."""
     if not isinstance(sharding, dict):
         return None
@@ -136,7 +136,7 @@ ROLE_SENTENCES = {
 CHUNK_WORDING = ("program order", "sequential chunk (a viewer split, not a program scope)")
 
 
-def vocabulary() -> dict:
+def vocabulary() -> dict[str, Any]:
     """The words the browser app uses for group kinds and value roles, sent with
     ``api/capture`` so that they are defined once, here (the app keeps no copy)."""
     kinds = {k: {"short": short, "long": long, "sublabel": group_sublabel(k)} for k, (short, long) in _KIND_WORDING.items()}

@@ -30,7 +30,7 @@ class RankFlops:
 
     __slots__ = ("node", "split", "slots", "uncounted", "total")
 
-    def __init__(self, capture: Any, index: Any, per_rank: dict) -> None:
+    def __init__(self, capture: Any, index: Any, per_rank: dict[str, Any]) -> None:
         col = capture.cost.flops
         n = len(col)
         self.node = [int(f) for f in col]

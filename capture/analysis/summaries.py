@@ -62,7 +62,7 @@ class ValueSummaries:
         by C-level passes over its columns), each distinct shape formatted once. For
         whole-capture work such as the structural signatures."""
         if self._all is None:
-            formatted: dict[tuple, str] = {}
+            formatted: dict[tuple[Any, ...], str] = {}
             out = []
             values = self.values
             if isinstance(values, ValueTable):  # its columns: no row, no measured map built
@@ -86,7 +86,7 @@ class ValueSummaries:
             self._all = out
         return self._all
 
-    def full(self, v: int) -> dict:
+    def full(self, v: int) -> dict[str, Any]:
         """``{id, shape, dtype, label, measured?, name?, role?}``: what details show."""
         val = self.values[v]
         out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": self.label(v)}
@@ -100,7 +100,7 @@ class ValueSummaries:
             out["name"], out["role"] = named
         return out
 
-    def brief(self, v: int) -> dict:
+    def brief(self, v: int) -> dict[str, Any]:
         """A value as an item card lists it: no measured fields (the inspector asks for
         them), so a whole subtree stays small on the wire. The same as :meth:`full`
         without ``measured`` and ``sharding``."""

@@ -30,7 +30,7 @@ NAME_MAX = 200
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def measured_name(m: dict) -> tuple[str, str] | None:
+def measured_name(m: dict[str, Any]) -> tuple[str, str] | None:
     """The Torch tracer's label of a value first seen from outside: ``{"param": NAME}``
     as ``(NAME, "param")``; ``None`` without one."""
     for role in ("param", "buffer", "input"):
@@ -49,7 +49,7 @@ def key_suffix(k: Any) -> str:
     return f"[{k!r}]"
 
 
-def walk_names(tree: Any, name: str, path: str, role: str, out: list) -> None:
+def walk_names(tree: Any, name: str, path: str, role: str, out: list[Any]) -> None:
     """Append ``(value, name, path, role)`` for every leaf of ``tree`` (no recursion)."""
     stack = [(tree, name, path)]
     while stack:
@@ -60,7 +60,7 @@ def walk_names(tree: Any, name: str, path: str, role: str, out: list) -> None:
             if type(t["value"]) is int:
                 out.append((t["value"], n[:NAME_MAX], p[:NAME_MAX], role))
             continue
-        kids: list = []
+        kids: list[Any] = []
         for kind in ("list", "tuple"):
             if isinstance(t.get(kind), list):
                 kids = [(c, f"[{i}]") for i, c in enumerate(t[kind])]
@@ -94,7 +94,7 @@ def input_names(tree: Any, meta: Any = None) -> list[tuple[int, str, str, str]]:
     (``variables.params.Dense_0.kernel``). ``role`` is ``"variable"`` under the key the
     JAX worker recorded as holding the state (``meta["state_key"]``; in a file written
     without it, ``variables`` or ``state``), ``"input"`` elsewhere."""
-    out: list = []
+    out: list[Any] = []
     if not isinstance(tree, dict):
         return out
     # The worker records which key holds the state (capture.graph.model.state_keys: the key

@@ -22,14 +22,15 @@ EARLY = frozenset({"all_gather", "all_gather_invariant", "ppermute", "all_to_all
                    "pmin", "psum_scatter", "reduce_scatter", "dynamic_slice", "slice", "gather"})
 
 
-def _innermost_body(groups: list) -> list[int]:
-    """Per group, the innermost body group holding it (itself when it is one), or -1."""
+def innermost_bodies(groups: list, body_kind: str = BODY) -> list[int]:
+    """Per group, the innermost body group (of kind ``body_kind``) holding it (itself when
+    it is one), or -1. The JAX cost rules read it too (``capture/jax/cost.py``)."""
     out = [-2] * len(groups)
     for g in range(len(groups)):
         path = []
         x: int | None = g
         while x is not None and out[x] == -2:
-            if groups[x].kind == BODY:
+            if groups[x].kind == body_kind:
                 out[x] = x
                 break
             path.append(x)
@@ -44,7 +45,7 @@ def bodies(capture: Capture) -> tuple[dict[int, list[int]], dict[int, list[int]]
     """``(boundary node -> its body groups, body group -> the nodes directly in it, per node its
     innermost body group or -1)``."""
     groups = capture.groups
-    inner = _innermost_body(groups)
+    inner = innermost_bodies(groups)
     of: dict[int, list[int]] = {}
     for g, grp in enumerate(groups):
         if grp.kind == BODY and type(grp.attrs.get("node")) is int:

@@ -54,6 +54,7 @@ import math
 from typing import Any
 
 from ..graph.model import UNCOUNTED, Group, Node, NodeCosts
+from ..graph.per_device import innermost_bodies
 from ..units import COUNT_LIMIT, OVERFLOW_REASON
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
@@ -459,7 +460,7 @@ def _pallas(eqn: Any, mine: list[int], closed: bool, sums: list, groups: list[Gr
 def _body_members(nodes: list[Node], groups: list[Group], body_kind: str) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """The body groups of each boundary node, and the nodes directly inside each body
     (innermost): ``(boundary node -> bodies, body -> nodes)``."""
-    body_of = _innermost_bodies(groups, body_kind)
+    body_of = innermost_bodies(groups, body_kind)
     bodies: dict[int, list[int]] = {}
     for g, grp in enumerate(groups):
         if grp.kind == body_kind and type(grp.attrs.get("node")) is int:
@@ -470,24 +471,6 @@ def _body_members(nodes: list[Node], groups: list[Group], body_kind: str) -> tup
         if b >= 0:
             members.setdefault(b, []).append(i)
     return bodies, members
-
-
-def _innermost_bodies(groups: list[Group], body_kind: str) -> list[int]:
-    """Per group, the innermost body group holding it (itself when it is one), or -1."""
-    out = [-2] * len(groups)
-    for g in range(len(groups)):
-        path = []
-        x: int | None = g
-        while x is not None and out[x] == -2:
-            if groups[x].kind == body_kind:
-                out[x] = x
-                break
-            path.append(x)
-            x = groups[x].parent
-        found = -1 if x is None else out[x]
-        for y in path:
-            out[y] = found
-    return out
 
 
 def _fit(x: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:

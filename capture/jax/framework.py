@@ -74,7 +74,7 @@ from .nnx_state import NnxLift
 from .platforms import device_unavailable, select_platforms, started_backends
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, supply_rngs
 from . import compiled, per_device
-from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
+from .shardings import JaxShardings, devices_record, recipe_mesh, simulate_devices, traced_input_shardings
 from .tracing import trace
 from ..worker.plugin_helpers import describe_type, require_model_factory
 
@@ -727,8 +727,8 @@ def capture(ctx: CaptureContext) -> Capture:
                 (trusted_params() if plan.fresh_linen is not None else nullcontext()), \
                 _NarrowingWatch("the traced program", ctx.files):
             result = trace(jax, traced, plan, recipe.seed, plan.state, dyn)
-        input_shardings = _input_shardings(jax, shardings, plan, dyn,
-                                           shardings.mesh_index(mesh) if mesh is not None else None)
+        input_shardings = traced_input_shardings(jax, shardings, plan.state, dyn,
+                                                 shardings.mesh_index(mesh) if mesh is not None else None)
     closed = result.closed
     # XLA compiles the program for the devices while the graph is converted (capture.jax.compiled)
     compiling = compiled.start(jax, recipe, ctx.limits, closed, jax.tree_util.tree_leaves((plan.state, dyn)),
@@ -835,54 +835,6 @@ def _outputs(result: Any, plan: _Plan, state_tree: Any, meta: CaptureMeta) -> An
     if result.axis_env:
         meta["axis_env"] = result.axis_meta()
     return outputs
-
-
-def _input_shardings(jax: Any, shardings: JaxShardings, plan: _Plan, dyn: list, mesh: int | None) -> list:
-    """Per traced input (the state's leaves, then the inputs' arrays, in the jaxpr's order):
-    where it lies (a ``jax.Array``'s or a ``ShapeDtypeStruct``'s ``NamedSharding``), else
-    its NNX variable's or Linen box's partitioning annotation on the recipe's mesh."""
-    nnx = sys.modules.get("flax.nnx")
-    meta_types = tuple(t for t in (getattr(nnx, "Variable", None),
-                                   _linen_box_type()) if t is not None)
-    out: list = []
-    tu = jax.tree_util
-    items = tu.tree_leaves(plan.state, is_leaf=(lambda x: isinstance(x, meta_types)) if meta_types else None)
-    for item in items:
-        metadata = None
-        if meta_types and isinstance(item, meta_types):
-            metadata = _annotation(item)
-            leaves = tu.tree_leaves(item)
-        else:
-            leaves = [item]
-        for leaf in leaves:
-            out.append(_leaf_sharding(shardings, leaf, metadata, mesh) if is_array_leaf(leaf) else None)
-    for leaf in dyn:
-        out.append(_leaf_sharding(shardings, leaf, None, mesh))
-    return out
-
-
-def _leaf_sharding(shardings: JaxShardings, leaf: Any, metadata: dict | None, mesh: int | None) -> dict | None:
-    shape = [int(d) if isinstance(d, int) else str(d) for d in getattr(leaf, "shape", ())]
-    # An input's mesh is the one its maker (a factory, the model's setup) placed it on.
-    return leaf_sharding(shardings, leaf, shape, metadata, mesh, origin="factory")
-
-
-def _linen_box_type() -> Any:
-    meta = sys.modules.get("flax.core.meta")
-    return getattr(meta, "Partitioned", None) if meta is not None else None
-
-
-def _annotation(item: Any) -> dict | None:
-    """An NNX variable's metadata, or a Linen ``Partitioned`` box's mesh axis names."""
-    get = getattr(item, "get_metadata", None)
-    if callable(get):
-        try:
-            data = get()
-            return dict(data) if isinstance(data, dict) else None
-        except Exception:
-            return None
-    names = getattr(item, "names", None)
-    return {"sharding_names": tuple(names)} if isinstance(names, tuple) else None
 
 
 def _all_abstract(jax: Any, state: Any) -> bool:

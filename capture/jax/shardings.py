@@ -21,9 +21,11 @@ Values get a ``sharding`` (mesh index, mesh axes per dimension, per-device shape
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..graph.sharding import MeshTable, mesh_record, sharding_record
+from .structures import is_array_leaf
 
 _SHARDING_TYPE_NAMES = frozenset({"NamedSharding", "SingleDeviceSharding", "GSPMDSharding", "PositionalSharding",
                                   "PmapSharding", "UnspecifiedValue", "AUTO", "Layout", "Format"})
@@ -306,3 +308,55 @@ def devices_record(jax: Any, recipe: Any) -> dict[str, Any] | None:
         out["how"] = SIMULATION
         out["note"] = SIMULATED_NOTE
     return out
+
+
+# --------------------------------------------------------------------------- traced inputs
+
+
+def traced_input_shardings(jax: Any, shardings: JaxShardings, state: Any, dyn: list, mesh: int | None) -> list:
+    """Per traced input (the state's leaves, then the inputs' arrays, in the jaxpr's order):
+    where it lies (a ``jax.Array``'s or a ``ShapeDtypeStruct``'s ``NamedSharding``), else
+    its NNX variable's or Linen box's partitioning annotation on the recipe's mesh
+    (``state``: the plan's state, the model's variables)."""
+    nnx = sys.modules.get("flax.nnx")
+    meta_types = tuple(t for t in (getattr(nnx, "Variable", None),
+                                   _linen_box_type()) if t is not None)
+    out: list = []
+    tu = jax.tree_util
+    items = tu.tree_leaves(state, is_leaf=(lambda x: isinstance(x, meta_types)) if meta_types else None)
+    for item in items:
+        metadata = None
+        if meta_types and isinstance(item, meta_types):
+            metadata = _annotation(item)
+            leaves = tu.tree_leaves(item)
+        else:
+            leaves = [item]
+        for leaf in leaves:
+            out.append(_leaf_sharding(shardings, leaf, metadata, mesh) if is_array_leaf(leaf) else None)
+    for leaf in dyn:
+        out.append(_leaf_sharding(shardings, leaf, None, mesh))
+    return out
+
+
+def _leaf_sharding(shardings: JaxShardings, leaf: Any, metadata: dict | None, mesh: int | None) -> dict | None:
+    shape = [int(d) if isinstance(d, int) else str(d) for d in getattr(leaf, "shape", ())]
+    # An input's mesh is the one its maker (a factory, the model's setup) placed it on.
+    return leaf_sharding(shardings, leaf, shape, metadata, mesh, origin="factory")
+
+
+def _linen_box_type() -> Any:
+    meta = sys.modules.get("flax.core.meta")
+    return getattr(meta, "Partitioned", None) if meta is not None else None
+
+
+def _annotation(item: Any) -> dict | None:
+    """An NNX variable's metadata, or a Linen ``Partitioned`` box's mesh axis names."""
+    get = getattr(item, "get_metadata", None)
+    if callable(get):
+        try:
+            data = get()
+            return dict(data) if isinstance(data, dict) else None
+        except Exception:
+            return None
+    names = getattr(item, "names", None)
+    return {"sharding_names": tuple(names)} if isinstance(names, tuple) else None

@@ -159,14 +159,13 @@ from .parse import (  # noqa: F401
     CHECKPOINT_SUFFIXES,
     FIXTURE_SUFFIXES,
     default_generator,
-    key_path_line,
     load_recipes_table,
-    locator_for,
     parse_recipes_text,
     parse_value,
     profile_names,
 )
 from .profile import Recipe, load_profile, parse_profile, profile_from_document  # noqa: F401
+from .toml_lines import key_path_line, locator_for  # noqa: F401
 from .refs import (  # noqa: F401
     dotted_module_problem,
     is_path_ref,

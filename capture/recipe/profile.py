@@ -48,7 +48,8 @@ from .model import (
     key_segment,
     split_key_path,
 )
-from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table, locator_for
+from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table
+from .toml_lines import locator_for
 
 _DEVICE_INDEX = re.compile(r"0|[1-9][0-9]{0,3}")
 

@@ -1,7 +1,7 @@
 """How a captured line's values read in the editor: hint labels, tooltips, hover text.
 
 One wording for the inlay hints (:mod:`.inlay_hints`) and the hover on an assigned name
-(:mod:`.hover`). Value text comes from :func:`viewer.projection.projection.value_label`, the label
+(:mod:`.hover`). Value text comes from :func:`capture.analysis.names.value_label`, the label
 the graph draws on its edges, so an editor hint and a graph edge never disagree.
 
 Torch values carry what the worker measured (``Value.measured``: ``stats`` with
@@ -24,8 +24,8 @@ from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
 from capture.analysis.body_templates import body_summary, template_line
 from capture.units import bytes_text, count_text, flops_text
 from capture.analysis.lines import group_label
-from viewer.projection.compiled_view import cost_scope
-from viewer.projection.projection import value_label
+from capture.analysis.names import value_label
+from capture.analysis.scope import cost_scope
 
 if TYPE_CHECKING:  # pragma: no cover
     from capture.analysis.lines import LineEntry

@@ -23,7 +23,7 @@ from typing import Any
 from lsprotocol import types
 
 from capture.recipe import is_path_ref, model_ref_for, module_file, path_ref_file, split_ref
-from capture.recipe.parse import locator_for
+from capture.recipe.toml_lines import locator_for
 
 from ..backends import RECIPES_PATH, Backends, Candidate, RecipeIssue, every_problem, profiles_in, recipes_root
 from ..diagnostics import SOURCE

@@ -35,6 +35,8 @@ import attrs
 from attrs.validators import ge, min_len
 from lsprotocol import types
 
+from capture.analysis.lines import LineEntry
+
 from ..feature import Feature, hook
 from ..host import Host
 from .args import ArgumentError, CommandArgs
@@ -73,7 +75,7 @@ class Hit:
     """A capture that ran the line: its lines of the file and the line's entry."""
 
     lines: FileLines
-    entry: Any  # capture.analysis.lines.LineEntry
+    entry: LineEntry
 
     @property
     def profile(self) -> str:

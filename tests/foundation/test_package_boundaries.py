@@ -141,3 +141,47 @@ def test_front_ends_do_not_import_each_other(folder, forbidden):
                 problems.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {forbidden}")
     assert (ROOT / folder).is_dir()
     assert not problems, "\n".join(problems)
+
+
+# The analysis every front end reads (index, names, layer costs, the line index, memory fit) is
+# ``capture/analysis``; ``viewer/projection`` keeps what only the browser's pages need. Outside
+# ``viewer/``, no shipped package imports it (the command line and the language server read the
+# same figures through ``capture.analysis.analysis.Analysis``).
+SHIPPED_OUTSIDE_VIEWER = ("capture", "discovery", "tensorviz_lsp", "safe_read", "tools")
+
+
+def _projection_imports(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lines = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        if any(n == "viewer.projection" or n.startswith("viewer.projection.") for n in names):
+            lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("package", SHIPPED_OUTSIDE_VIEWER)
+def test_nothing_outside_the_viewer_imports_its_projection(package):
+    problems = [f"{path.relative_to(ROOT)}:{line} imports viewer.projection"
+                for path in _py_files(package) for line in _projection_imports(path)]
+    assert (ROOT / package).exists()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_projection_check_finds_each_spelling(tmp_path):
+    """The check above can fail: each way of writing the import is found."""
+    cases = {
+        "import viewer.projection.projection\n": [1],
+        "from viewer.projection.lines import LineIndex\n": [1],
+        "from viewer import projection\n": [1],
+        "def f():\n    from viewer.projection import projection\n": [2],
+        "from viewer.server import app\nfrom capture.analysis import lines\n": [],
+    }
+    for text, expected in cases.items():
+        p = tmp_path / "m.py"
+        p.write_text(text, encoding="utf-8")
+        assert _projection_imports(p) == expected, text

@@ -51,3 +51,23 @@ def test_the_duplicate_detector_finds_a_copied_run(tmp_path, monkeypatch):
     runs = duplicated_runs(sorted(tmp_path.glob("*.py")))
     assert runs == [("a.py:5-11", "b.py:4-10")]  # the seven shared lines, once
     assert duplicated_runs([tmp_path / "a.py", tmp_path / "c.py"]) == []
+
+
+def test_a_shipped_module_over_the_line_limit_is_named_and_over_budget(tmp_path, monkeypatch):
+    import tools.structure as structure
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "long.py").write_text("x = 1\n" * (structure.MAX_FILE_LINES + 1))
+    (pkg / "short.py").write_text("x = 1\n" * structure.MAX_FILE_LINES)  # at the limit: allowed
+    monkeypatch.setattr(structure, "ROOT", tmp_path)
+    monkeypatch.setattr(structure, "PACKAGES", ("pkg",))
+    monkeypatch.setattr(structure, "_python_files", lambda folder: sorted((tmp_path / folder).rglob("*.py")))
+    monkeypatch.setattr(structure, "_browser_files", lambda: [])
+    monkeypatch.setattr(structure, "_largest_classes", lambda count: [])
+    r = Report()
+    structure.lines_section(r)
+    name = f"shipped Python files over {structure.MAX_FILE_LINES} lines"
+    assert r.numbers[name] == 1
+    assert any(f"pkg/long.py {structure.MAX_FILE_LINES + 1}" in line for line in r.lines)
+    assert r.over_budget() == [f"{name}: 1 > 0"]

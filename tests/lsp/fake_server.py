@@ -83,13 +83,13 @@ class FakeViewer:
 
     def lines(self, capture_id: int) -> LineIndex | None:
         """The real line index of a held capture (capture/analysis/lines.py), as the viewer builds it."""
-        from viewer.projection.projection import Projection
+        from capture.analysis.analysis import Analysis
 
         cap = self.held.get(int(capture_id))
         if cap is None or cap.failure is not None:
             return None
         if int(capture_id) not in self._lines:
-            self._lines[int(capture_id)] = LineIndex.build(Projection(cap))
+            self._lines[int(capture_id)] = LineIndex.build(Analysis(cap))
         return self._lines[int(capture_id)]
 
     def pages(self, capture_id: int) -> int:

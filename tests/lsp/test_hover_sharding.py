@@ -17,7 +17,7 @@ from tensorviz_lsp.features.freshness import Record  # noqa: E402
 from tensorviz_lsp.features.hover import value_of  # noqa: E402
 from tensorviz_lsp.features.captured_lines import FileLines, line_map  # noqa: E402
 from capture.analysis.lines import LineIndex  # noqa: E402
-from viewer.projection.projection import Projection  # noqa: E402
+from capture.analysis.analysis import Analysis  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -69,7 +69,7 @@ def lines(tmp_path_factory):
     cap = read(files["tp"])
     rec = Record(root, "p", (root / "tp.py").as_uri(), "MLP", cap, {"tp.py"}, Span(Pos(0, 0), Pos(0, 1)), capture_id=1)
     text = (root / "tp.py").read_text()
-    return Lines(rec, LineIndex.build(Projection(cap)), "tp.py", text), text, root
+    return Lines(rec, LineIndex.build(Analysis(cap)), "tp.py", text), text, root
 
 
 def hover(lines, text, root, needle, name):
@@ -102,7 +102,7 @@ def test_without_a_mesh_the_hover_says_memory_not_per_device(tmp_path_factory):
     cap = read(files["plain"])
     rec = Record(root, "p", (root / "tp.py").as_uri(), "MLP", cap, {"tp.py"}, Span(Pos(0, 0), Pos(0, 1)), capture_id=1)
     text = (root / "tp.py").read_text()
-    ls = Lines(rec, LineIndex.build(Projection(cap)), "tp.py", text)
+    ls = Lines(rec, LineIndex.build(Analysis(cap)), "tp.py", text)
     said = hover(ls, text, root, "h = self.up(x)", "h =")
     assert "What one device holds" not in said and "per device" not in said, said
     assert "Memory:\n- `up`: params 4 KiB" in said, said

@@ -24,7 +24,7 @@ from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
 from tensorviz_lsp.features.show_in_graph import Hit, summary
 from capture.analysis.lines import LineIndex
-from viewer.projection.projection import Projection
+from capture.analysis.analysis import Analysis
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_JAX = importlib.util.find_spec("jax") is not None
@@ -65,7 +65,7 @@ def _capture(fw, root: Path, rel: str, source: str, table: dict):
     cap = graphfile.decode(graphfile.encode(cap))  # what the language server holds
     rec = Record(root, "p", (root / rel).as_uri(), "CNN", cap, {rel}, Span(Pos(0, 0), Pos(0, 1)), capture_id=1)
     text = (root / rel).read_text()
-    return Lines(rec, LineIndex.build(Projection(cap)), rel, text), text
+    return Lines(rec, LineIndex.build(Analysis(cap)), rel, text), text
 
 
 def line_no(text: str, needle: str) -> int:
@@ -336,7 +336,7 @@ def test_hints_on_the_checked_in_flax_linen_resnet18():
     text = (REAL / "resnet18_linen.py").read_text()
     rec = Record(REAL, "resnet", (REAL / "resnet18_linen.py").as_uri(), "ResNet", cap, {"resnet18_linen.py"},
                  Span(Pos(0, 0), Pos(0, 1)), capture_id=1)
-    lines = Lines(rec, LineIndex.build(Projection(cap)), "resnet18_linen.py", text)
+    lines = Lines(rec, LineIndex.build(Analysis(cap)), "resnet18_linen.py", text)
     got = by_line(compute_hints(lines, REAL / "resnet18_linen.py", text))
     assert got[line_no(text, 'name="conv_init"')][0] == "f32[1,16,16,8]"
     loop, tip = got[line_no(text, "x = self.block_cls(")]

@@ -102,7 +102,7 @@ def test_model_references_are_located_with_one_locator_and_grouped_by_file(tmp_p
     """Each profile naming a missing file gets its ``model`` line from the text's one
     locator (a scan of the whole text per profile made 2,217 profiles take minutes on
     the event loop), and profiles naming the same workspace file are discovered once."""
-    from capture.recipe import parse as parse_module
+    from capture.recipe import toml_lines as parse_module
 
     built = []
     original = parse_module._Locator.__init__

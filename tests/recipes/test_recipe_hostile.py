@@ -246,7 +246,7 @@ def test_profiles_in_survives_arrays_nested_deeper_than_the_parser_recurses(dept
 def test_every_profile_of_a_big_file_is_checked_against_one_line_locator(monkeypatch):
     """The editor's recipe diagnostics: one locator for the file, however many profiles
     and problems (a locator per profile made 4,000 profiles take 44 s)."""
-    from capture.recipe import parse as parse_module
+    from capture.recipe import toml_lines as parse_module
     from tensorviz_lsp.backends import every_problem
 
     built = []

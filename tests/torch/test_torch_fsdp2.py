@@ -598,8 +598,8 @@ def test_summary_and_hover_say_flops_per_rank(caps, capsys):
 
     from tensorviz_lsp.cli import main
     from tensorviz_lsp.features.line_values import cost_text
+    from capture.analysis.analysis import Analysis
     from capture.analysis.lines import LineIndex
-    from viewer.projection.projection import Projection
 
     path = caps["fsdp_tp"]
     per_rank = read(path).cost.notes["per_rank"]["total"]
@@ -619,8 +619,7 @@ def test_summary_and_hover_say_flops_per_rank(caps, capsys):
     (line,) = [x for x in text.splitlines() if x.startswith("FLOPs per rank:")]
     assert line.replace("\u2009", " ").startswith(f"FLOPs per rank:   {per_rank / 1e3:.3g} kFLOPs (per rank:")
     cap = read(path)
-    proj = Projection(cap)
-    index = LineIndex.build(proj)
+    index = LineIndex.build(Analysis(cap))
     calls = [c for entry in index for c in entry.calls if c.rank_flops > 0]
     assert calls, "the model's lines carry per-rank FLOPs"
     said = cost_text(calls[0], cap)

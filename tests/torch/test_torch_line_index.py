@@ -6,7 +6,8 @@ from __future__ import annotations
 from capture.graph import graphfile
 from capture.torch import framework as fw
 from capture.analysis.lines import LineIndex
-from viewer.projection.projection import Projection, value_label
+from capture.analysis.analysis import Analysis
+from capture.analysis.names import value_label
 
 from torch_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
 from hint_models import STACK
@@ -22,7 +23,7 @@ def test_torch_lines(tmp_path):
     finally:
         forget_workspace_modules(root)  # another test's workspace may have its own "stack"
     cap = graphfile.decode(graphfile.encode(cap))  # what the language server holds
-    idx = LineIndex.build(Projection(cap))
+    idx = LineIndex.build(Analysis(cap))
     text = (root / "stack.py").read_text()
     lines = idx.file("stack.py")
 

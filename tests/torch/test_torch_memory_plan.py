@@ -65,7 +65,7 @@ def _plan(cap, optimizer=None):
     from viewer.projection.projection import Projection
 
     proj = Projection(cap)
-    return memory_plan(proj.costs().totals(), input_bytes(proj), optimizer)
+    return memory_plan(proj.costs().totals(), input_bytes(proj.analysis), optimizer)
 
 
 def test_a_training_step_is_within_10_percent_of_torch_s_memory_tracker(mws):
@@ -207,14 +207,14 @@ def test_a_tensor_parallel_mlp_fits_per_device(tmp_path_factory, capsys):
     from sharded_captures import capture_all, read
     from tensorviz_lsp.cli import main
     from capture.analysis.fit import per_device
-    from viewer.projection.projection import Projection
+    from capture.analysis.analysis import Analysis
 
     root = write(tmp_path_factory.mktemp("ws"), {"tp.py": TP_MODEL})
     out = tmp_path_factory.mktemp("out")
     got = capture_all({"tp": {"framework": "torch", "root": str(root), "table": profile_table(
         "tp:MLP", args=[tensor([2, 16])], init={"factory": "tp:tensor_parallel"}, mesh={"tp": 4})}}, out)
     cap = read(got["tp"])
-    split = per_device(Projection(cap))
+    split = per_device(Analysis(cap))
     whole = 3 * 16 * 64 * 4
     assert split["devices"] == 4 and split["parameters"] == whole // 4
     path = out / "tp.tvg"

@@ -23,10 +23,10 @@ def test_torch_lines_name_their_blocks_and_paths_reach_every_item(tmp_path):
         forget_workspace_modules(root)
     cap = graphfile.decode(graphfile.encode(cap))
     proj = Projection(cap)
-    idx = LineIndex.build(proj)
+    idx = LineIndex.build(proj.analysis)
     text = (root / "stack12.py").read_text()
 
-    loop = line_answer(proj, idx, "stack12.py", line_of(text, "z = blk(z)"))
+    loop = line_answer(proj.analysis, idx, "stack12.py", line_of(text, "z = blk(z)"))
     assert loop["calls_total"] == 12
     assert [c["where"] for c in loop["calls"]] == [f"blocks.{i}" for i in range(12)]
     for c in loop["calls"]:
@@ -34,7 +34,7 @@ def test_torch_lines_name_their_blocks_and_paths_reach_every_item(tmp_path):
         assert key.startswith("g") and c["paths"][key][-1] == key  # the block, not its insides
         assert c["ops"] == proj.node_count[int(key[1:]) + 1]
 
-    inner = line_answer(proj, idx, "stack12.py", line_of(text, "h = F.gelu(self.fc(self.ln1(x)))"))
+    inner = line_answer(proj.analysis, idx, "stack12.py", line_of(text, "h = F.gelu(self.fc(self.ln1(x)))"))
     assert [c["where"] for c in inner["calls"]] == [f"blocks.{i}" for i in range(12)]
     third = inner["calls"][3]
     block = next(k for k in loop["calls"][3]["keys"])
@@ -44,6 +44,6 @@ def test_torch_lines_name_their_blocks_and_paths_reach_every_item(tmp_path):
         if key.startswith("n"):
             assert path == proj.item_path(int(key[1:]))
 
-    stem = line_answer(proj, idx, "stack12.py", line_of(text, "h = torch.relu(self.conv(x))"))
+    stem = line_answer(proj.analysis, idx, "stack12.py", line_of(text, "h = torch.relu(self.conv(x))"))
     assert stem["calls_total"] == 1 and stem["calls"][0]["ops"] == 2
     assert any(k.startswith("n") for k in stem["calls"][0]["keys"])  # the relu, beside the conv call

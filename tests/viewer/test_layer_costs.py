@@ -57,12 +57,12 @@ def test_real_captures_are_counted_whole(name):
 
 def test_a_stack_of_identical_blocks_is_one_row_with_its_sums_and_one_block():
     proj = Projection(_read("gpt2_torch"))
-    rows = layer_rows(proj, depth=3)
+    rows = layer_rows(proj.analysis, depth=3)
     stack = next(r for r in rows if "stack" in r)
     assert stack["stack"]["count"] == 12 and stack["class"] == "GPT2Block"
     assert stack["flops"] == 12 * stack["stack"]["per_block"]["flops"]
     assert stack["params"]["count"] == 12 * stack["stack"]["per_block"]["params"]
-    deeper = layer_rows(proj, depth=4)
+    deeper = layer_rows(proj.analysis, depth=4)
     first = deeper[deeper.index(next(r for r in deeper if "stack" in r)) + 1]
     assert first["per_block"] and first["flops"] == stack["stack"]["per_block"]["flops"]
     # the table's share column is of the whole program
@@ -133,7 +133,7 @@ def test_an_unexecuted_body_is_one_iteration_and_stays_out_of_the_totals():
     assert costs.flops[body + 1] == one
     assert capture.cost.flops[scan] == 6 * one
     assert costs.flops[0] == 6 * one and costs.estimate[0]
-    rows = layer_rows(proj, depth=None, all_groups=True)
+    rows = layer_rows(proj.analysis, depth=None, all_groups=True)
     templ = next(r for r in rows if r.get("template"))
     assert templ["flops"] == one and templ["iterations"] == 6 and templ["share"] is None
 
@@ -263,7 +263,7 @@ def test_flops_by_kind_split_a_scan_by_its_body_and_add_up_to_the_total():
     assert totals["flops_by_kind"] == {"matmul": 6 * 2 * 4 * 8 * 8, "pointwise": 6 * 4 * 8,
                                        "reduction/norm": 4 * 8 - 1}
     assert sum(totals["flops_by_kind"].values()) == totals["flops"]
-    for r in layer_rows(proj, depth=None, all_groups=True):
+    for r in layer_rows(proj.analysis, depth=None, all_groups=True):
         assert sum((r.get("flops_by_kind") or {}).values()) == r["flops"], r
 
 
@@ -271,7 +271,7 @@ def test_a_capture_counted_before_kinds_were_named_has_no_split():
     proj = Projection(_read("gpt2_torch"))
     assert "kinds" not in proj.capture.cost.notes
     assert proj.costs().totals()["flops_by_kind"] == {}
-    assert all("flops_by_kind" not in r for r in layer_rows(proj, depth=2))
+    assert all("flops_by_kind" not in r for r in layer_rows(proj.analysis, depth=2))
 
 
 @pytest.mark.parametrize("paths, title, label", [

@@ -11,14 +11,16 @@ from pathlib import Path
 
 from capture.graph import graphfile
 from capture.analysis.lines import LineIndex
-from viewer.projection.projection import Projection, value_label
+from capture.analysis.analysis import Analysis
+from viewer.projection.projection import Projection
+from capture.analysis.names import value_label
 
 REAL = Path(__file__).resolve().parent / "real_models"
 
 
 def index(name: str) -> tuple[LineIndex, object]:
     capture = graphfile.read(REAL / "captures" / f"{name}.tvg")
-    return LineIndex.build(Projection(capture)), capture
+    return LineIndex.build(Analysis(capture)), capture
 
 
 def labels(capture, values) -> list[str]:

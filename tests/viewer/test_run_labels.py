@@ -30,7 +30,7 @@ def test_repeated_calls_of_one_module_in_the_summary(tmp_path):
     from torch_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write
 
     from capture.analysis.layer_table import layer_rows
-    from viewer.projection.projection import Projection
+    from capture.analysis.analysis import Analysis
 
     write(tmp_path, {"two.py": (
         "import torch\nfrom torch import nn\n\n\nclass Two(nn.Module):\n    def __init__(self):\n"
@@ -40,7 +40,7 @@ def test_repeated_calls_of_one_module_in_the_summary(tmp_path):
         cap = capture_in_process(tmp_path, profile("two:Two", args=[tensor([2, 8])]))[0]
     finally:
         forget_workspace_modules(tmp_path)
-    rows = layer_rows(Projection(cap))
+    rows = layer_rows(Analysis(cap))
     stack = next(r for r in rows if "stack" in r)
     assert stack["stack"]["title"] == "Linear · head ×2 calls"
     assert stack["params"]["count"] == 36, "one module's parameters, counted once"

@@ -1,2 +1,3 @@
-"""From a canonical capture to what the browser draws (:mod:`.projection`): the index,
-names, search, bodies, value names and the source-line index. Reads captures only."""
+"""From a canonical capture to what the browser draws (:mod:`.projection`): pages of
+children, presentation, search and the trunk, over the shared analysis in
+:mod:`capture.analysis` (index, names, costs, lines). Reads captures only."""

@@ -1,22 +1,22 @@
 """What the pages say of a program split across devices beyond its shapes: the compiled
-program's collectives on their nodes and groups (``capture.graph.compiled``), the scope
-of a card's FLOPs, and the stand-ins of weights inside control-flow bodies (so that a
-scanned model's weights are counted once)."""
+program's collectives on their nodes and groups (``capture.graph.compiled``). The scope of
+a card's FLOPs (:func:`~capture.analysis.scope.cost_scope`) is the analysis's: the hover says it too."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from capture.analysis.scope import MAX_HOPS as _MAX_HOPS
+from capture.analysis.scope import cost_scope  # noqa: F401 (the pages' name)
 from capture.graph.compiled import by_node, kind_counts
 
-_MAX_HOPS = 10_000
 
 
-def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list], dict[int, list]]:
+def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list[Any]], dict[int, list[Any]]]:
     """The compiled program's collectives per node, and per group (each once, with every
     group that holds one of its nodes)."""
     per_node = by_node(getattr(capture, "compiled", None))
-    per_group: dict[int, list] = {}
+    per_group: dict[int, list[Any]] = {}
     groups, nodes = capture.groups, capture.nodes
     seen: dict[int, set[int]] = {}
     for i, items in per_node.items():
@@ -33,7 +33,7 @@ def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list], dict[int,
     return per_node, per_group
 
 
-def compiled_brief(c: dict, written: Any) -> dict:
+def compiled_brief(c: dict[str, Any], written: Any) -> dict[str, Any]:
     """One compiled collective on its node's card: what it is, over which axes, what each
     device sends, and whether it is the program's own collective (``written``: the node's
     ``params["collective"]``) or one the compiler added."""
@@ -44,49 +44,10 @@ def compiled_brief(c: dict, written: Any) -> dict:
     return out
 
 
-def group_compiled(inside: list | None) -> dict:
+def group_compiled(inside: list[Any] | None) -> dict[str, Any]:
     """A group item's ``compiled`` (the compiler's collectives of the equations inside it),
     or nothing."""
     if not inside:
         return {}
     return {"compiled": {"count": len(inside), "kinds": kind_counts(inside),
                          "bytes_sent_per_device": sum(x.get("bytes_sent_per_device") or 0 for x in inside)}}
-
-
-def cost_scope(capture: Any, g: int | None) -> str | None:
-    """What a card's FLOPs cover on a program split across devices: ``per device`` inside
-    a shard_map body (the program one device runs), else ``global``; None without a mesh."""
-    if not capture.meshes:
-        return None
-    groups, hops = capture.groups, 0
-    while g is not None and g >= 0 and hops < _MAX_HOPS:
-        attrs = groups[g].attrs
-        if groups[g].kind == "body" and isinstance(attrs, dict) and attrs.get("role") == "shard_map body":
-            return "per device"
-        g = groups[g].parent
-        hops += 1
-    return "global"
-
-
-def body_stand_ins(capture: Any) -> dict[int, int]:
-    """Body parameter values (a template's stand-ins for the weights it receives: one slice
-    of a scanned stack) -> their body group."""
-    got: dict[int, int] = {}
-    for gid, grp in enumerate(capture.groups):
-        params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
-        for p in params if isinstance(params, list) else ():
-            if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
-                got[p["value"]] = gid
-    return got
-
-
-def within(groups: Any, g: int, body: int) -> bool:
-    """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
-    x: int | None = g
-    hops = 0
-    while x is not None and x >= 0 and hops < _MAX_HOPS:
-        if x == body:
-            return True
-        x = groups[x].parent
-        hops += 1
-    return False

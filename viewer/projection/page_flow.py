@@ -18,7 +18,7 @@ class _Flow:
 
     def __init__(self, span: int, near: dict[int, int]) -> None:
         self.span, self.near = span, near
-        self.edges: dict[tuple, list[int]] = {}
+        self.edges: dict[tuple[Any, Any], list[int]] = {}
         self.in_vals: dict[int, int] = {}
         self.out_vals: dict[int, None] = {}
         self.item_outs: dict[int, dict[int, None]] = {}

@@ -30,7 +30,7 @@ It opens like a stack (``viewer/API.md``).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 #: What the card is titled.
 TITLE = "layer inputs"
@@ -38,8 +38,8 @@ TITLE = "layer inputs"
 NAMES_LISTED = 4
 
 
-def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
-                  op_name: Callable[[int], str | None]) -> dict | None:
+def plumbing_fold(items: list[dict[str, Any]], edges: list[dict[str, Any]], stacks: list[dict[str, Any]],
+                  op_name: Callable[[int], str | None]) -> dict[str, Any] | None:
     """The plumbing fold of a page (``items``, its ``edges`` and ``stacks`` as the page
     holds them), or ``None``. ``op_name(node)``: what an op is called on the card (the
     library function it ran in), or ``None`` for an op of the container's own code.
@@ -88,8 +88,8 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
     return _fold(items, members, op_name, [st["key"] for st in layers], len(layer))
 
 
-def container_plumbing_fold(items: list[dict], edges: list[dict], container: str, feeds: set[int], layers: int,
-                            op_name: Callable[[int], str | None]) -> dict | None:
+def container_plumbing_fold(items: list[dict[str, Any]], edges: list[dict[str, Any]], container: str, feeds: set[int], layers: int,
+                            op_name: Callable[[int], str | None]) -> dict[str, Any] | None:
     """The plumbing fold of a page whose layers sit one level down, in the group item
     ``container`` (BERT's encoder: its page holds the stack of layers, this one the mask
     ops), or ``None``. ``feeds``: the values the container hands to every layer of its
@@ -120,8 +120,8 @@ def container_plumbing_fold(items: list[dict], edges: list[dict], container: str
     return _fold(items, members, op_name, [container], layers)
 
 
-def _fold(items: list[dict], members: list[str], op_name: Callable[[int], str | None], feeds: list[str],
-          layers: int) -> dict:
+def _fold(items: list[dict[str, Any]], members: list[str], op_name: Callable[[int], str | None], feeds: list[str],
+          layers: int) -> dict[str, Any]:
     """The plumbing fold's stack entry: ``members`` (keys in page order) as one card."""
     by_key = {it["key"]: it for it in items}
     names = _names([by_key[k] for k in members], op_name)
@@ -167,7 +167,7 @@ def _add_dead(plumb: set[str], order: list[str], outs: dict[str, list[str]]) -> 
         plumb.update(k for k in order[at[0]:at[-1] + 1] if k in dead)
 
 
-def _chained(stack: dict, edges: list[dict]) -> bool:
+def _chained(stack: dict[str, Any], edges: list[dict[str, Any]]) -> bool:
     """A stack of layers: a repetition hands something to the next (the hidden state),
     unlike side-by-side repeats (Gemma 3's rotary embedding called twice)."""
     rep_of = {k: r for r, rep in enumerate(stack["members"]) for k in rep}
@@ -175,7 +175,7 @@ def _chained(stack: dict, edges: list[dict]) -> bool:
                for e in edges)
 
 
-def _names(members: list[dict], op_name: Callable[[int], str | None]) -> list[str]:
+def _names(members: list[dict[str, Any]], op_name: Callable[[int], str | None]) -> list[str]:
     """What the fold holds, most ops first, each once: a module by its name
     (``rotary_emb``), an op by the library function it ran in (``sdpa_mask``); the ops
     of the container's own code (and Python's indexing calls) counted last (``+3 ops``)."""

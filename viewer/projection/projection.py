@@ -22,11 +22,9 @@ from capture.graph.compiled import words as compiled_words
 from capture.analysis.rank_flops import rank_flops
 
 import re
-import threading
 from typing import Any
 
 from capture.graph import frame_repeats
-from capture.analysis.loops import fold_loops
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
 from capture.graph.failure_text import readable_message
@@ -35,6 +33,11 @@ from capture.graph.tables import ValueTable
 from capture.graph.model import Capture, Frame
 
 from capture.graph import gc_pause
+from capture.analysis.analysis import Analysis
+from capture.analysis.lines import LineIndex
+from capture.analysis.types import CostTotals
+
+from .answers import CostTimes, FrameJson, NodeBrief, NodesPage, SearchAnswer, SymbolNote, TrunkEntry
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
@@ -47,7 +50,6 @@ from .presentation import Presentation
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
 from capture.analysis.structure import Structure
 from capture.analysis.errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
-from capture.analysis.summaries import ValueSummaries
 from .trunk import trunk
 from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages  # noqa: F401
 
@@ -55,10 +57,10 @@ MAX_PAGE = 1000
 USES_CAP = 1000  # uses listed per value in details
 
 
-def frame_json(f: Frame | None) -> dict | None:
+def frame_json(f: Frame | None) -> FrameJson | None:
     if f is None:
         return None
-    out = {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+    out: FrameJson = {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
     if f.library:  # an installed file by absolute path; ``label`` is the short form shown
         out["library"] = True
         out["label"] = f"{short_path(f.file)}:{f.line} (library)"
@@ -77,65 +79,37 @@ class Projection:
     """The pages of one capture, computed from its parts (thread-safe reads)."""
 
     def __init__(self, capture: Capture) -> None:
+        #: The shared analysis (capture/analysis): index, names, parameters, costs, structure, lines.
+        self.analysis = Analysis(capture, can_twin=self._can_twin)
+        # the capture as the analysis reads it (Python loops folded into step groups)
+        self.capture = capture = self.analysis.capture
+        self.index = self.analysis.index
+        self.names = self.analysis.names
+        self.values = self.analysis.values
         with gc_pause.paused():
-            self.index = GraphIndex(capture)
-            # Python loops over repeated steps as step groups (capture/analysis/loops.py): a view
-            # of the capture, indexed again; the ids of its nodes and groups stay what they are
-            folded = fold_loops(capture, self.index)
-            if folded is not capture:
-                capture = folded
-                self.index = GraphIndex(capture)
-            self.capture = capture
-            self.names = ValueNames(capture, self.index)
             self.present = Presentation(capture, self.index)
-        self.values = ValueSummaries(capture, self.names)
         self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure,
                                self.line_index)
-        self.pages = Pages(capture, self.index, self.names, self.values, self.present, self.structure)
-        self._lock = threading.Lock()
-        self._structure: Structure | None = None
+        self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
-        self._line_index: Any = None
-        self._costs: LayerCosts | None = None
-        self.pages.costs = self.costs
 
-    def line_index(self) -> Any:
+    def _can_twin(self, g: int) -> bool:
+        """Groups a page may pair as twins: not a function card, not drawn as its one op."""
+        present = self.present
+        return not present.is_function_card(g) and present.single(g, False) is None
+
+    def line_index(self) -> LineIndex:
         """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),
         made once, on first use: what the editor's hints read, and search by ``file:line``."""
-        got = self._line_index
-        if got is None:
-            from capture.analysis.lines import LineIndex
-
-            built = LineIndex.build(self)
-            with self._lock:
-                if self._line_index is None:
-                    self._line_index = built
-                got = self._line_index
-        return got
+        return self.analysis.line_index()
 
     def costs(self) -> LayerCosts:
         """What each layer costs (:mod:`capture.analysis.cost`; made once, on first use)."""
-        got = self._costs
-        if got is None:
-            with self._lock:
-                if self._costs is None:
-                    with gc_pause.paused():
-                        self._costs = LayerCosts(self.capture, self.index, self.names, self.pages._group_params)
-                got = self._costs
-        return got
+        return self.analysis.costs()
 
     def structure(self) -> Structure:
         """The structural signatures, identical siblings and twins (made once, on first use)."""
-        got = self._structure
-        if got is None:
-            with self._lock:
-                if self._structure is None:
-                    present = self.present
-                    self._structure = Structure(
-                        self.capture, self.index, self.names.is_weight, self.values.labels(),
-                        lambda g: not present.is_function_card(g) and present.single(g, False) is None)
-                got = self._structure
-        return got
+        return self.analysis.structure()
 
     def prepare(self) -> None:
         """Make now what the first page would otherwise wait for: every value's label,
@@ -195,7 +169,7 @@ class Projection:
     # ------------------------------------------------------------------ pages
 
     def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False,
-                 weights: bool = False) -> dict:
+                 weights: bool = False) -> dict[str, Any]:
         """The direct children of ``group`` (or of one chunk of it), ready to lay out;
         ``kernels``: every kernel, no function cards, nothing elided; ``weights``: with the
         boundary inputs of parameters, buffers and constants and their edges (drawn only
@@ -208,7 +182,7 @@ class Projection:
         except PageError as exc:
             raise NotFound(str(exc)) from None
 
-    def bodies(self, node: int) -> dict:
+    def bodies(self, node: int) -> dict[str, Any]:
         """The unexecuted bodies of boundary node ``node``, side by side (a view like
         :meth:`children`; container key ``n<node>``): one template card per body, no
         edges (a template's inputs are its own parameters, not the boundary's operands)."""
@@ -219,7 +193,7 @@ class Projection:
         return self.pages.bodies(node)
 
     def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False,
-                weights: bool = False) -> dict:
+                weights: bool = False) -> dict[str, Any]:
         """The ``children`` views of ``group`` and of every group and chunk below it,
         breadth first, in one answer (Expand all): ``views`` maps each container's item key
         (``"g-1"``, ``"g3"``, ``"c3:0"``) to its view. Function cards are not opened unless
@@ -230,7 +204,7 @@ class Projection:
         max_items = max(1, min(int(max_items), SUBTREE_ITEMS))
         return self.pages.subtree(group, max_items, bool(kernels), bool(weights))
 
-    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> dict:
+    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> SearchAnswer:
         """Search results for ``q`` (see :mod:`viewer.projection.search`); ``filters``:
         ``op``, ``cls``, ``shape``, ``dtype``, ``axis`` (collectives over that mesh axis)."""
         try:
@@ -246,7 +220,7 @@ class Projection:
 
     # ------------------------------------------------------------------ details
 
-    def node(self, i: int) -> dict:
+    def node(self, i: int) -> dict[str, Any]:
         i = int(i)
         self._check_node(i)
         node = self.capture.nodes[i]
@@ -283,7 +257,7 @@ class Projection:
             **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.index.body_node else {}),
         }
 
-    def value(self, v: int) -> dict:
+    def value(self, v: int) -> dict[str, Any]:
         v = int(v)
         self._check_value(v)
         d = self.values.full(v)
@@ -303,7 +277,7 @@ class Projection:
         node = self.capture.nodes[i]
         return [o.position for o in node.inputs if o.value == v]
 
-    def group(self, g: int) -> dict:
+    def group(self, g: int) -> dict[str, Any]:
         g = int(g)
         if g == ROOT:
             raise NotFound("the root is not a group; ask for its children")
@@ -327,17 +301,17 @@ class Projection:
             "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
             **({"memory": figures_text(grp.attrs.get(MEMORY_KEY))}
                if isinstance(grp.attrs, dict) and figures_text(grp.attrs.get(MEMORY_KEY)) else {}),
-            **({"cost": {**(self.costs().group(g) or {}), "params": self.pages._group_params(g)}}
+            **({"cost": {**(self.costs().group(g) or {}), "params": self.analysis.params(g)}}
                if self.capture.cost is not None else {}),
         }
 
-    def _group_frame(self, attrs: Any, key: str) -> dict | None:
+    def _group_frame(self, attrs: Any, key: str) -> FrameJson | None:
         """A module group's call-site (``frame``) or class-definition (``class_frame``) frame."""
         f = attrs.get(key) if isinstance(attrs, dict) else None
         frames = self.capture.frames
         return frame_json(frames[f]) if type(f) is int and 0 <= f < len(frames) else None
 
-    def nodes_page(self, offset: int = 0, limit: int = 100) -> dict:
+    def nodes_page(self, offset: int = 0, limit: int = 100) -> NodesPage:
         offset, limit = int(offset), int(limit)
         if offset < 0 or limit < 1:
             raise ProjectionError("offset must be >= 0 and limit >= 1")
@@ -348,7 +322,7 @@ class Projection:
             "nodes": [self._summary(i) for i in range(offset, hi)],
         }
 
-    def _summary(self, i: int) -> dict:
+    def _summary(self, i: int) -> NodeBrief:
         g = self.index.cols.group[i]
         f = self.index.frame(i)
         return {
@@ -358,7 +332,7 @@ class Projection:
             "frame": None if f is None else frame_label(f),
         }
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What ``api/capture`` says about the capture (without server-side fields)."""
         cap = self.capture
         cov = cap.coverage
@@ -395,7 +369,7 @@ class Projection:
             "cost": {"available": cap.failure is None and cap.cost is not None},
         }
 
-    def _mesh_words(self) -> dict:
+    def _mesh_words(self) -> dict[str, Any]:
         """The mesh legend's text, worded once here for the browser (``mesh_text``)."""
         cap = self.capture
         if not cap.meshes:
@@ -407,7 +381,7 @@ class Projection:
                                 "simulated": bool(isinstance(cap.devices, dict) and cap.devices.get("simulated")),
                                 "memory": cap.meta.get(MEMORY_KEY) if isinstance(cap.meta.get(MEMORY_KEY), dict)
                                 else None}}
-    def cost_summary(self) -> dict:
+    def cost_summary(self) -> CostTotals:
         """What the whole capture costs (``api/capture``'s ``cost``): totals, memory, the
         uncounted ops by name, and the conventions in words."""
         costs = self.costs()
@@ -420,14 +394,14 @@ class Projection:
                 out["flops_per_rank"] = ranks.total
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
-            plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
-            split = per_device(self) if plan is not None else None
+            plan = memory_plan(out, input_bytes(self.analysis))  # the cost panel's fit line per device
+            split = per_device(self.analysis) if plan is not None else None
             if plan is not None and split is not None:
                 plan["per_device"] = split
             out["memory_plan"] = plan
         return out
 
-    def cost_times(self, device: Any) -> dict:
+    def cost_times(self, device: Any) -> CostTimes:
         """Roofline seconds on ``device`` per group (``g<id>``, the program as ``total``) and
         per node (``n<id>``, counted ops only): estimated, not measured."""
         costs = self.costs()
@@ -439,7 +413,7 @@ class Projection:
         return {"available": True, "total": _sig(times[0]), "groups": groups,
                 "nodes": {f"n{i}": _sig(t) for i, t in enumerate(nodes) if t is not None}}
 
-    def _trunk_summary(self) -> list[dict]:
+    def _trunk_summary(self) -> list[TrunkEntry]:
         gs, count = self.capture.groups, self.index.node_count
         total = max(1, count[0])
         return [{"id": g, "key": f"g{g}", "title": group_title(gs[g]), "nodes": count[g + 1],
@@ -464,7 +438,7 @@ class Projection:
 _SYMBOL = re.compile(r"\b(?:u|zuf)\d+\b")
 
 
-def symbols_in(shape: Any, meta: Any) -> list[dict]:
+def symbols_in(shape: Any, meta: Any) -> list[SymbolNote]:
     """The data-dependent symbols a shape holds (``u0`` in ``[u0, 64]``), each as the
     abstract capture recorded it in ``meta["symbols"]`` (outside input: only well-formed
     entries), in words: ``u0: 0 ≤ u0 ≤ 32, a size aten::nonzero made (node 9)``."""
@@ -474,14 +448,16 @@ def symbols_in(shape: Any, meta: Any) -> list[dict]:
     table = meta.get("symbols") if isinstance(meta, dict) else None
     known = {e["name"]: e for e in table if isinstance(e, dict) and isinstance(e.get("name"), str)} \
         if isinstance(table, list) else {}
-    out = []
+    out: list[SymbolNote] = []
     for name in sorted(names):
         e = known.get(name, {})
         lo, hi, op, node = e.get("min"), e.get("max"), e.get("op"), e.get("node")
         bounds = f"{lo if type(lo) is int else '?'} ≤ {name} ≤ {hi if type(hi) is int else '∞'}"
         made = f", made by {op}" if isinstance(op, str) else ""
-        out.append({"name": name, "text": f"{name}: known only from the data; {bounds}{made}",
-                    **({"node": node} if type(node) is int else {})})
+        note: SymbolNote = {"name": name, "text": f"{name}: known only from the data; {bounds}{made}"}
+        if type(node) is int:
+            note["node"] = node
+        out.append(note)
     return out
 
 

@@ -22,6 +22,8 @@ from capture.analysis.index import ROOT
 from capture.analysis.names import group_sublabel, group_title, short_dtype
 from capture.analysis.value_names import ROLE_WORDS
 
+from .answers import Facets, FiltersEcho, SearchAnswer, SearchLayer, SearchResult
+
 DEFAULT_SEARCH_LIMIT = 50
 MAX_SEARCH_LIMIT = 1000
 MAX_QUERY = 256  # characters of a query or of one filter
@@ -33,7 +35,7 @@ class SearchError(ValueError):
     """A query the search refuses (too long, a filter that cannot be read)."""
 
 
-def _rows_by(keys: Iterable) -> dict[Any, list[int]]:
+def _rows_by(keys: Iterable[Any]) -> dict[Any, list[int]]:
     """The rows holding each key, in row order."""
     index: dict[Any, list[int]] = {}
     for i, k in enumerate(keys):
@@ -53,7 +55,7 @@ class _Filters:
         self.axis = axis if axis else None
         self.op = op.lower() if op else None
         self.cls = cls.lower() if cls else None
-        self.dims: tuple | None = None
+        self.dims: tuple[Any, ...] | None = None
         self.dtype: str | None = short_dtype(dtype.lower()) if dtype else None
         if shape:
             parsed = _parse_shape(shape)
@@ -66,7 +68,7 @@ class _Filters:
     def __bool__(self) -> bool:
         return any(x is not None for x in (self.op, self.cls, self.dims, self.dtype, self.axis))
 
-    def echo(self) -> dict:
+    def echo(self) -> FiltersEcho:
         return {"op": self.op, "class": self.cls, "shape": list(self.dims) if self.dims is not None else None,
                 "dtype": self.dtype, "axis": self.axis}
 
@@ -81,12 +83,12 @@ class Search:
         self.lines = lines  # the line → calls index: a line's module calls, as its hint shows them
         self._ops_index: dict[str, list[int]] | None = None
         self._frames_index: dict[int, list[int]] | None = None
-        self._shapes_index: dict[tuple, list[int]] | None = None
+        self._shapes_index: dict[tuple[Any, ...], list[int]] | None = None
         self._axes_index: dict[str, list[int]] | None = None
         self._class_of: dict[int, str | None] = {}
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, *, op: str | None = None, cls: str | None = None,
-               shape: str | None = None, dtype: str | None = None, axis: str | None = None) -> dict:
+               shape: str | None = None, dtype: str | None = None, axis: str | None = None) -> SearchAnswer:
         """Results for ``q`` narrowed by the filters (see the module docstring)."""
         for name, text in (("query", q), ("op", op), ("class", cls), ("shape", shape), ("dtype", dtype),
                            ("axis", axis)):
@@ -98,7 +100,7 @@ class Search:
             given[key] = given[key] or value
         filters = _Filters(**given)
         limit = max(1, min(int(limit), MAX_SEARCH_LIMIT))
-        results: list[dict] = []
+        results: list[SearchResult] = []
         total = 0
 
         def add(kind: str, ids: Iterable[int], why: Callable[[int], str]) -> None:
@@ -123,7 +125,7 @@ class Search:
         return {"results": results, "truncated": total > len(results), "total": total,
                 "layers": self._layers(results), "filters": filters.echo()}
 
-    def _matches(self, q: str, add: Callable) -> None:
+    def _matches(self, q: str, add: Callable[..., None]) -> None:
         """Every match of query text ``q``, best kinds first."""
         shape = _parse_shape(q)
         if shape is not None:
@@ -254,7 +256,7 @@ class Search:
 
     # ------------------------------------------------------------------ results
 
-    def _result(self, kind: str, x: int, why: str) -> dict:
+    def _result(self, kind: str, x: int, why: str) -> SearchResult:
         if kind == "node":
             return self._node_result(x, why)
         if kind == "group":
@@ -267,7 +269,7 @@ class Search:
         function card or a one-op module is an op, not a frame); ``-1`` at the top."""
         if g == ROOT:
             return ROOT
-        chain = self.index.chain[g] if inclusive else self.index.chain[g][:-1]
+        chain: list[int] = self.index.chain[g] if inclusive else self.index.chain[g][:-1]
         same = self.structure().siblings
         for x in reversed(chain):
             if same[x][0] > 1:
@@ -277,8 +279,8 @@ class Search:
                 return x
         return ROOT
 
-    def _layers(self, results: list[dict]) -> list[dict]:
-        out: dict[int, dict] = {}
+    def _layers(self, results: list[SearchResult]) -> list[SearchLayer]:
+        out: dict[int, SearchLayer] = {}
         gs = self.capture.groups
         for r in results:
             g = r.pop("_layer")
@@ -300,7 +302,7 @@ class Search:
                 return path
         return gs[g].name if g != ROOT else ""
 
-    def _node_result(self, i: int, why: str) -> dict:
+    def _node_result(self, i: int, why: str) -> SearchResult:
         ix = self.index
         g = ix.cols.group[i]
         outs = ix.outputs_of(i)
@@ -308,7 +310,7 @@ class Search:
         where = " · ".join(x for x in (self._container_label(g), ix.where(i)) if x)
         if g != ROOT and ix.top[g] in ix.body_node:
             where = f"{where} · in a body, not executed".lstrip(" ·")
-        out = {
+        out: SearchResult = {
             "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],
             "sublabel": f"{sub}  {where}".strip(), "where": where,
             "path": [x["id"] for x in ix.group_path(g)], "item_path": ix.item_path(i), "why": why,
@@ -319,7 +321,7 @@ class Search:
             out["elided"] = True
         return out
 
-    def _group_result(self, g: int, why: str) -> dict:
+    def _group_result(self, g: int, why: str) -> SearchResult:
         grp = self.capture.groups[g]
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
         path, cls = attrs.get("path"), attrs.get("class")
@@ -334,7 +336,7 @@ class Search:
             "_layer": self._layer(g, False),
         }
 
-    def _value_result(self, v: int, why: str) -> dict:
+    def _value_result(self, v: int, why: str) -> SearchResult:
         ix = self.index
         d = self.values.full(v)
         p = ix.producer[v]
@@ -360,7 +362,7 @@ class Search:
                 "item_path": item_path, "why": why, "facets": self._facets(ix.cols.op[p] if p >= 0 else None, g, [v]),
                 "_layer": self._layer(g, True)}
 
-    def _facets(self, op: str | None, g: int, vs: Iterable[int]) -> dict:
+    def _facets(self, op: str | None, g: int, vs: Iterable[int]) -> Facets:
         """What a result's filters would read (the values the app offers as filters): its
         op (a value's producer's), the innermost class holding it (a group's own), its
         shapes and dtypes (a node's or a group's first outputs, a value's own)."""
@@ -404,14 +406,14 @@ class Search:
             self._frames_index = index
         return self._frames_index
 
-    def _shapes(self) -> dict[tuple, list[int]]:
+    def _shapes(self) -> dict[tuple[Any, ...], list[int]]:
         if self._shapes_index is None:
             off, dims = ValueTable.of(self.capture.values).shape_columns()
             shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
             self._shapes_index = _rows_by(shapes)
         return self._shapes_index
 
-    def _shape_matches(self, dims: tuple, dtype: str | None) -> list[int]:
+    def _shape_matches(self, dims: tuple[Any, ...], dtype: str | None) -> list[int]:
         ids = self._shapes().get(dims, [])
         if dtype is None:
             return ids
@@ -464,7 +466,7 @@ def _is_dim(text: str) -> bool:
     return bool(text) and all(c.isalnum() or c in "_?" for c in text)
 
 
-def _dims_of(inner: str) -> tuple | None:
+def _dims_of(inner: str) -> tuple[Any, ...] | None:
     """``"2, 4"`` -> ``(2, 4)``; a trailing comma is allowed (``(4,)``), an empty list is
     a scalar; ``None`` when a part is not a dimension."""
     parts = [p.strip() for p in inner.split(",")]
@@ -477,7 +479,7 @@ def _dims_of(inner: str) -> tuple | None:
     return tuple(int(p) if p.isdigit() else p for p in parts)
 
 
-def _parse_shape(q: str) -> tuple[tuple, str | None] | None:
+def _parse_shape(q: str) -> tuple[tuple[Any, ...], str | None] | None:
     """``2,4`` / ``[2,4]`` / ``(2, 4)`` / ``f32[2,4]`` / ``float32[2,4]`` / ``f32[]``."""
     q = q.strip()
     if q and q[-1] in "])":

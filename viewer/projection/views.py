@@ -15,19 +15,18 @@ from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
-from capture import units
 from capture.frameworks import capabilities
 from capture.graph import gc_pause
 from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from capture.analysis.rank_flops import rank_flops
-from .compiled_view import (body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled,
-                            within)
+from .compiled_view import compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled
 from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
 from capture.analysis.body_templates import body_wording
 from capture.analysis.names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
-from capture.analysis.experts import experts_words, lane_folds, page_moe, router_words
+from capture.analysis.analysis import Analysis
+from .expert_cards import experts_words, lane_folds, router_words
 from .loop_steps import is_step, loop_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
@@ -40,7 +39,6 @@ ROUTED_WORDING = "routed: which ops run depends on the data"
 ROUTING_DIFFERS = "routing differs per layer"
 KERNELS_LISTED = 16  # op names a function card lists
 SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fetches in one request)
-PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
 _VIEW_CACHE = 24
 _DEPS_CACHE = 32
 
@@ -70,21 +68,20 @@ class _Deps(NamedTuple):
 class Pages:
     """Pages of one capture (thread-safe; answers are cached, most recent first)."""
 
-    def __init__(self, capture: Any, index: Any, names: Any, values: Any, presentation: Any,
-                 structure: Callable[[], Any]) -> None:
-        self.capture, self.index, self.names, self.values = capture, index, names, values
-        self.framework = capture.framework
+    def __init__(self, analysis: Analysis, presentation: Any) -> None:
+        self.analysis = analysis
+        self.capture, self.index, self.names, self.values = analysis.capture, analysis.index, analysis.names, analysis.values
+        self.framework = self.capture.framework
         self.present = presentation
-        self.structure = structure
+        self.structure = analysis.structure
         self._lock = threading.Lock()
         self._views: OrderedDict[tuple, dict] = OrderedDict()
         self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
-        self._group_weights: dict[int, dict] = {}
-        self._param_figures: dict[Any, tuple[int | None, int | None]] = {}
-        #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
-        self.costs: Callable[[], Any] | None = None
+        #: What each layer costs (the analysis's ``costs``), or None: items carry no ``cost``.
+        self.costs: Callable[[], Any] | None = analysis.costs
+        #: The parameters each group uses (:class:`~capture.analysis.params.GroupParams`).
+        self._group_params = analysis.params
         self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
-        self._stand_ins: dict[int, int] | None = None
 
     # ------------------------------------------------------------------ pages
 
@@ -524,7 +521,7 @@ class Pages:
             extra["routed"] = ROUTED_WORDING
         role = (router_words(self.capture, ix, present, c)
                 or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
-        moe = page_moe(self)[1].get(c)  # how the experts ran: sparse top-k or all N (experts.py)
+        moe = self.analysis.moe()[1].get(c)  # how the experts ran: sparse top-k or all N (experts.py)
         if moe is not None:
             extra["experts"] = {k: moe[k] for k in ("convention", "experts", "top_k", "text", "rows_per_token") if k in moe}
             role = f"{role} · {moe['text']}" if role else moe["text"]
@@ -807,51 +804,6 @@ class Pages:
                 d["shared"] = uses
             out.append(d)
         return out
-
-    def moe_layers(self) -> list[dict]:
-        """Every MoE layer and how its experts ran (:func:`~capture.analysis.experts.page_moe`)."""
-        return page_moe(self)[0]
-
-    def _group_params(self, g: int) -> dict:
-        """Parameters used inside group ``g``: tensors, elements and bytes of the values
-        with a parameter role (Torch parameters, JAX variables) entering its subtree."""
-        got = self._group_weights.get(g)
-        if got is not None:
-            return got
-        tensors = 0
-        counts: list[int | None] = []
-        sizes: list[int | None] = []
-        figures = self._param_figures  # (shape, dtype) -> (elements, bytes): a model's weights share few shapes
-        plain = self.values.plain  # shape and dtype without the row's measured map
-        if self._stand_ins is None:
-            self._stand_ins = body_stand_ins(self.capture)
-        stand_ins = self._stand_ins
-        for v in self.index.bin[g + 1] or ():
-            named = self.names.get(v)
-            if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
-                continue
-            body = stand_ins.get(v)
-            if body is not None and not within(self.capture.groups, g, body):
-                # a weight's stand-in in a control-flow body (one slice of a scanned stack):
-                # the weight itself is counted where it enters; counted again, a scanned
-                # model's weights would be counted twice
-                continue
-            shape, dtype, _ = plain(v)
-            tensors += 1
-            try:
-                key: Any = (tuple(shape), dtype)
-                fig = figures.get(key)
-            except TypeError:  # not a list of hashable dimensions: figured each time
-                key, fig = None, None
-            if fig is None:
-                fig = (units.element_count(shape), units.nbytes(shape, dtype))
-                if key is not None:
-                    figures[key] = fig
-            counts.append(fig[0])
-            sizes.append(fig[1])
-        # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
-        got = self._group_weights[g] = {"tensors": tensors, "count": units.add(counts), "bytes": units.add(sizes)}
-        return got
 
 
 def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:

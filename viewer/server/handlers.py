@@ -198,7 +198,7 @@ class _Handler(_GuardedHandler):
         entry = self.viewer._entry(q.get("capture"))
         if entry.capture.failure is not None:
             raise _ApiError(404, f"capture {entry.id} failed: it ran no lines")
-        self._json(200, line_answer(entry.projection(), entry.lines(), q.get("file", ""), _int_param(q, "line")))
+        self._json(200, line_answer(entry.projection().analysis, entry.lines(), q.get("file", ""), _int_param(q, "line")))
 
     def _projection(self, q: dict) -> Projection:
         return self.viewer._entry(q.get("capture")).projection()

@@ -22,13 +22,17 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from capture.frameworks import capabilities
 from capture.graph import graphfile
 from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
 from capture.analysis.cost import FLOP_KINDS
 from capture.analysis.fit import OPTIMIZERS
+
+if TYPE_CHECKING:
+    from capture.analysis.analysis import Analysis
+    from capture.analysis.types import CostTotals, LayerRow
 
 DEFAULT_DEPTH = 3
 
@@ -106,7 +110,7 @@ def _device_table(args: argparse.Namespace) -> dict | None:
 
 def _run(args: argparse.Namespace) -> int:
     from capture.analysis.layer_table import layer_rows
-    from viewer.projection.projection import Projection
+    from capture.analysis.analysis import Analysis
 
     table = _device_table(args)
     if table is None:
@@ -134,17 +138,16 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"{args.file} holds no costs: it was written before TensorViz counted them"
                      + (f" ({capture.meta['cost_failed']})" if isinstance(capture.meta.get("cost_failed"), str) else "")
                      + "; capture it again")
-    proj = Projection(capture)
-    proj.costs()
-    rows = layer_rows(proj, args.depth or None, device, args.all_groups)
+    analysis = Analysis(capture)
+    analysis.costs()
+    rows = layer_rows(analysis, args.depth or None, device, args.all_groups)
     if args.sort != "order":
         key = {"bytes": "bytes", "flops": "flops", "params": "params", "time": "time",
                "activations": "activations"}[args.sort]
         if key == "time" and device is None:
             return _fail("--sort time needs --device")
-        rows = sorted((r for r in rows if not r.get("per_block")),
-                      key=lambda r: -((r["params"]["count"] if key == "params" else r.get(key)) or 0))
-    doc = _document(args, capture, proj, rows, device)
+        rows = sorted((r for r in rows if not r.get("per_block")), key=lambda r: -_figure(r, key))
+    doc = _document(args, capture, analysis, rows, device)
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif args.csv:
@@ -154,15 +157,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict], device: Any) -> dict[str, Any]:
+def _document(args: argparse.Namespace, capture: Any, analysis: Analysis, rows: list[LayerRow],
+              device: Any) -> dict[str, Any]:
     """What the summary says, as data (``--json``)."""
     from capture.analysis import devices as device_table
 
-    costs = proj.costs()
+    costs = analysis.costs()
     totals = costs.totals()
     uncounted = costs.uncounted_ops()
     notes = costs.notes()
-    moe = _moe(proj, rows)
+    moe = _moe(analysis, rows)
     if moe:
         from capture.analysis.experts import CONVENTION_NOTE
 
@@ -182,12 +186,12 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
     if device is not None:
         doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
-    _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
+    _memory(doc, analysis, totals, getattr(args, "optimizer", None), device)
     _plan_beside_xla(doc)
     return doc
 
 
-def _per_rank(costs: Any, totals: dict, rows: list[dict]) -> None:
+def _per_rank(costs: Any, totals: CostTotals, rows: list[LayerRow]) -> None:
     """A split Torch program's FLOPs per rank (``capture.analysis.rank_flops``): the total
     (``totals.flops_per_rank``) and each row's (``flops_per_rank``); its ``flops`` mix
     DTensor ops' global figures with plain ops' per-rank ones."""
@@ -197,7 +201,8 @@ def _per_rank(costs: Any, totals: dict, rows: list[dict]) -> None:
     if ranks is None:
         return
     totals["flops_per_rank"] = ranks.total
-    for r in rows:
+    for row in rows:
+        r = cast(dict[str, Any], row)
         members = (r.get("stack") or {}).get("members") or [r["id"]]
         r["flops_per_rank"] = sum(ranks.slots[g + 1] for g in members if 0 <= g < len(ranks.slots) - 1)
         stack = r.get("stack") or {}
@@ -208,13 +213,13 @@ def _per_rank(costs: Any, totals: dict, rows: list[dict]) -> None:
             r["share"] = r["flops_per_rank"] / ranks.total  # of one rank's FLOPs, as the column shows
 
 
-def _row_scopes(capture: Any, rows: list[dict]) -> None:
+def _row_scopes(capture: Any, rows: list[LayerRow]) -> None:
     """On a program split across devices, what each row's FLOPs cover (``flops_scope``):
     ``global``, ``per device`` (a shard_map body: the program one device runs), or a split
     Torch program's mix (its ``flops_per_rank`` is one rank's)."""
     if not capture.meshes:
         return
-    from viewer.projection.compiled_view import cost_scope
+    from capture.analysis.scope import cost_scope
 
     torch = "global for DTensor ops, per rank for plain-tensor ops"
     for r in rows:
@@ -236,14 +241,14 @@ def _plan_beside_xla(doc: dict) -> None:
             pd["xla_live"] = mem["temporaries"] + mem["outputs"] - mem.get("aliases", 0)
 
 
-def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
+def _memory(doc: dict[str, Any], analysis: Analysis, totals: CostTotals, optimizer: str | None, device: Any) -> None:
     """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
     from capture.analysis.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
 
-    plan = memory_plan(totals, input_bytes(proj), optimizer)
+    plan = memory_plan(totals, input_bytes(analysis), optimizer)
     if plan is None:
         return
-    split = per_device(proj)
+    split = per_device(analysis)
     if split is not None:
         add_chosen(split, plan, optimizer)
         plan["per_device"] = split
@@ -255,16 +260,23 @@ def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: A
     doc["notes"]["memory_plan"] = NOTE
 
 
-def _moe(proj: Any, rows: list[dict]) -> list[dict]:
+def _moe(analysis: Analysis, rows: list[LayerRow]) -> list[dict[str, Any]]:
     """Each MoE layer's expert convention (sparse top-k or dense), also put on its experts' rows."""
-    layers = proj.pages.moe_layers()
+    layers = analysis.moe_layers()
     keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text", "flops", "active_flops")
-    by_group = {g: e for e in layers for g in e["experts_groups"]}
+    entries: list[dict[str, Any]] = [cast(dict[str, Any], e) for e in layers]
+    by_group = {g: e for e in entries for g in e["experts_groups"]}
     for r in rows:
         e = by_group.get(r["id"])
         if e is not None:
             r["experts"] = {k: e[k] for k in keep[1:] if k in e}
-    return [{k: e[k] for k in keep if k in e} for e in layers]
+    return [{k: e[k] for k in keep if k in e} for e in entries]
+
+
+def _figure(r: LayerRow, key: str) -> float:
+    """A row's figure for ``--sort`` (0 when it has none)."""
+    got = r["params"]["count"] if key == "params" else cast(dict[str, Any], r).get(key)
+    return got or 0
 
 
 # --------------------------------------------------------------------------- formatting
@@ -286,7 +298,7 @@ def _label(r: dict, flat: bool) -> str:
     return name
 
 
-def compiled_doc(capture: Any, totals: dict) -> dict[str, Any]:
+def compiled_doc(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any]:
     """``compiled`` (the record) and ``per_device`` (TensorViz's figures beside XLA's) for a
     capture XLA compiled; nothing otherwise."""
     if capture.compiled is None:
@@ -331,7 +343,7 @@ def _compiled_text(doc: dict) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
+def per_device_figures(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any]:
     """TensorViz's figures for one device beside XLA's (the compiled program's): FLOPs as the
     global count split evenly over the devices, and the per-device memory estimate."""
     compiled = capture.compiled or {}
@@ -533,7 +545,7 @@ def _kinds_text(totals: dict) -> str:
     return f"FLOPs by kind:    {', '.join(parts)}\n"
 
 
-def _csv(rows: list[dict], timed: bool) -> str:
+def _csv(rows: Sequence[Mapping[str, Any]], timed: bool) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     head = ["depth", "path", "name", "class", "kind", "output", "params", "param_bytes", "flops", "bytes_read",

@@ -43,7 +43,7 @@ def served():
 def calls(server, line: int) -> list[dict]:
     from capture.analysis.lines import line_answer
 
-    return line_answer(server._entry("1").projection(), server.lines(1), "resnet18_linen.py", line)["calls"]
+    return line_answer(server._entry("1").projection().analysis, server.lines(1), "resnet18_linen.py", line)["calls"]
 
 
 def in_view(app, keys: list[str]) -> list[str]:
