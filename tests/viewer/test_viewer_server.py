@@ -148,8 +148,9 @@ def test_url_is_loopback_with_a_random_token(server):
      "/%s-/api/capture", "//api/capture", "http://127.0.0.1/TOKEN/api/capture", "*"],
 )
 def test_requests_without_the_token_get_an_empty_403(client, server, path):
-    if "%s" in path:
-        path = path % server.token[:-1]
+    if "%s" in path:  # the token cut short, or with another last character
+        other = "-" if server.token[-1] != "-" else "_"  # a token ends in "-" one time in 64
+        path = path.replace("%s-", "%s" + other) % server.token[:-1]
     path = path.replace("TOKEN", server.token) if path.startswith("http") else path
     for method in ("GET", "POST", "OPTIONS"):
         status, headers, body = client.request(method, path, raw=True, body=b"{}" if method == "POST" else None)
