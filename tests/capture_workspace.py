@@ -51,6 +51,7 @@ def write(root: Path, files: dict[str, str]) -> Path:
 def run_framework(fw: ModuleType, root: Path, table: dict[str, Any], limits: Limits | None) -> tuple[Capture, CaptureContext]:
     """``(capture, ctx)`` for ``table`` captured by framework module ``fw`` in this
     process, in the worker's order; CaptureError propagates."""
+    _forget_other_workspaces(root)
     ctx = CaptureContext(parse_profile("p", table), root, limits)
     fw.probe_device(ctx)
     cap = fw.capture(ctx)
@@ -59,6 +60,27 @@ def run_framework(fw: ModuleType, root: Path, table: dict[str, Any], limits: Lim
         rows, skipped = ctx.after_result()
         cap = later_stats.complete(cap, rows, skipped)
     return cap, ctx
+
+
+def _forget_other_workspaces(root: Path) -> None:
+    """Drop modules named like a file of ``root`` that another test's workspace left in
+    this process (a test that did not forget its ``models``: the next in-process capture
+    of ``models:Net`` found the old module without ``Net``)."""
+    here = os.path.realpath(root) + os.sep
+    for path in Path(root).iterdir():
+        name = path.stem if path.suffix == ".py" else path.name if path.is_dir() else None
+        mod = sys.modules.get(name) if name else None
+        f = getattr(mod, "__file__", None)
+        if isinstance(f, str) and not os.path.realpath(f).startswith(here) and _in_tmp(f):
+            for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+                del sys.modules[key]
+
+
+def _in_tmp(file: str) -> bool:
+    """Whether ``file`` lives under the temporary folder (a test's workspace, never an installed package)."""
+    import tempfile
+
+    return os.path.realpath(file).startswith(os.path.realpath(tempfile.gettempdir()) + os.sep)
 
 
 def forget_workspace_modules(root: Path) -> None:
