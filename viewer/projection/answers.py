@@ -130,6 +130,38 @@ GroupRef = TypedDict("GroupRef", {"id": int, "key": str, "kind": str, "name": st
 GroupRef.__doc__ = "A group named where another item lists it (wrappers, idle groups)."
 
 
+class CardCost(TypedDict, total=False):
+    """What an item card says it costs (``flops`` None: uncounted; ``uncounted``: ops no
+    rule counted; ``scope`` with a mesh or a split Torch program; ``per_rank``: a DTensor
+    op's figure per rank)."""
+
+    flops: float | None
+    bytes: int
+    uncounted: int
+    estimate: bool
+    template: bool
+    scope: str
+    per_rank: float | None
+    flops_by_kind: dict[str, int]
+
+
+class BlockCost(TypedDict):
+    """What a run of items costs, summed (a stack, or one block of it)."""
+
+    flops: float
+    bytes: int
+    params: int
+    uncounted: NotRequired[int]
+    estimate: NotRequired[bool]
+    scope: NotRequired[str]  # a split program: global, per device or per rank (the whole run's only)
+
+
+class StackCost(BlockCost):
+    """A stack's cost: the whole run's sums and its first repetition's (``per_block``)."""
+
+    per_block: BlockCost
+
+
 class ElidedNode(TypedDict):
     """An elided op listed on its page, with the key of the item it is listed with."""
 
@@ -148,11 +180,9 @@ class ElidedOps(TypedDict):
     nodes: list[ElidedNode]
 
 
-class PageView(TypedDict):
-    """``api/children``: the direct children of a group (or of one chunk of it)."""
+class _Page(TypedDict):
+    """What every page holds: its items, the edges between them, its boundary."""
 
-    group: int
-    chunk: str | None
     items: list[Item]
     edges: list[Edge]
     inputs: list[Boundary]
@@ -161,6 +191,13 @@ class PageView(TypedDict):
     child_count: int
     range: list[int]
     opaque_count: int
+
+
+class PageView(_Page):
+    """``api/children``: the direct children of a group (or of one chunk of it)."""
+
+    group: int
+    chunk: str | None
     kernels: bool
     elided: ElidedOps
     idle: list[GroupRef]
@@ -169,20 +206,12 @@ class PageView(TypedDict):
     weights_hidden: NotRequired[int]
 
 
-class BodiesPage(TypedDict):
+class BodiesPage(_Page):
     """``api/bodies``: the unexecuted bodies of a boundary node, side by side."""
 
     group: None
     node: int
     chunk: None
-    items: list[Item]
-    edges: list[Edge]
-    inputs: list[Boundary]
-    outputs: list[Boundary]
-    chunked: bool
-    child_count: int
-    range: list[int]
-    opaque_count: int
     bodies: list[dict[str, Any]]
     side_by_side: bool
 

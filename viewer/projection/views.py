@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
 from capture.frameworks import capabilities
 from capture.graph import gc_pause
@@ -31,7 +31,8 @@ from .expert_cards import experts_words, lane_folds, router_words
 from .loop_steps import is_step, loop_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
-from .answers import BodiesPage, Boundary, Edge, ElidedNode, ElidedOps, GroupRef, Item, PageView, Stack, SubtreeAnswer
+from .answers import (BlockCost, BodiesPage, Boundary, CardCost, Edge, ElidedNode, ElidedOps, GroupRef, Item, PageView,
+                      Stack, StackCost, SubtreeAnswer)
 from capture.analysis.structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
@@ -462,14 +463,14 @@ class Pages:
             got = self._compiled = compiled_by_node_and_group(self.capture)
         return got
 
-    def _node_cost(self, i: int) -> dict[str, Any] | None:
+    def _node_cost(self, i: int) -> CardCost | None:
         """What an op card says it costs: FLOPs (None: uncounted), bytes moved, estimate."""
         costs = self.costs() if self.costs is not None else None
         if costs is None or not costs.available:
             return None
         c = costs.cost
         f, r, w = c.flops[i], c.bytes_read[i], c.bytes_written[i]
-        out: dict[str, Any] = {"flops": f if f >= 0 else None, "bytes": max(r, 0) + max(w, 0)}
+        out: CardCost = {"flops": f if f >= 0 else None, "bytes": max(r, 0) + max(w, 0)}
         if f < 0:
             out["uncounted"] = 1
         d = c.of(i)
@@ -480,15 +481,15 @@ class Pages:
             out["scope"] = scope
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
-            out.update(ranks.node_cost(i))
+            out.update(cast(CardCost, ranks.node_cost(i)))  # its keys are a card's
         return out
 
-    def _group_cost(self, g: int) -> dict[str, Any] | None:
+    def _group_cost(self, g: int) -> CardCost | None:
         costs = self.costs() if self.costs is not None else None
         if costs is None or not costs.available:
             return None
         s = g + 1
-        out: dict[str, Any] = {"flops": costs.flops[s], "bytes": costs.read[s] + costs.written[s]}
+        out: CardCost = {"flops": costs.flops[s], "bytes": costs.read[s] + costs.written[s]}
         if costs.uncounted[s]:
             out["uncounted"] = costs.uncounted[s]
         if costs.estimate[s]:
@@ -501,7 +502,7 @@ class Pages:
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
             out.pop("uncounted", None)
-            out.update(ranks.group_cost(g))
+            out.update(cast(CardCost, ranks.group_cost(g)))  # its keys are a card's
             return out
         kinds = costs.by_kind[s]
         if kinds:
@@ -812,13 +813,13 @@ class Pages:
         return out
 
 
-def _stack_cost(items: list[Item], block: list[Item]) -> dict[str, Any] | None:
+def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
     """A stack's cost: the whole run's sums and one block's (its first repetition)."""
     if not items or any("cost" not in it for it in items):
         return None
 
-    def total(its: list[Item]) -> dict[str, Any]:
-        out: dict[str, Any] = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
+    def total(its: list[Item]) -> BlockCost:
+        out: BlockCost = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
                                "bytes": sum(it["cost"]["bytes"] for it in its),
                                "params": sum((it.get("params") or {}).get("count", 0) for it in its)}
         unc = sum(it["cost"].get("uncounted", 0) for it in its)
@@ -828,7 +829,7 @@ def _stack_cost(items: list[Item], block: list[Item]) -> dict[str, Any] | None:
             out["estimate"] = True
         return out
 
-    out = {**total(items), "per_block": total(block)}
+    out: StackCost = {**total(items), "per_block": total(block)}
     scopes = {it["cost"].get("scope") for it in items}
     if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
         out["scope"] = scopes.pop()
