@@ -735,7 +735,7 @@ class Pages:
 
     # ------------------------------------------------------------------ chunks
 
-    def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict[int, Any]) -> Item:
+    def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict[int, None]) -> Item:
         ix = self.index
         a, b = lo + k * span, min(hi, lo + (k + 1) * span)
         _, refs, _ = ix.ordered(g)
