@@ -52,8 +52,9 @@ STRICT = (
     "capture/graph/freshness.py", "capture/graph/frame_repeats.py", "capture/frameworks",
     "capture/graph/meta.py",  # every key Capture.meta may hold
     "capture/analysis",  # the shared analysis: its results (types.py) are what the CLI, hover and viewer read
-    # the viewer's projection, its answers typed (answers.py); views.py (the pages) not yet
-    "viewer/projection/projection.py", "viewer/projection/answers.py", "viewer/projection/search.py",
+    # the viewer's projection, its answers typed (answers.py), the pages (views.py) among them
+    "viewer/projection/projection.py", "viewer/projection/answers.py", "viewer/projection/views.py",
+    "viewer/projection/search.py",
     "viewer/projection/presentation.py", "viewer/projection/trunk.py", "viewer/projection/expert_cards.py",
     "viewer/projection/compiled_view.py", "viewer/projection/page_flow.py", "viewer/projection/plumbing.py",
     "viewer/projection/library_sources.py",

@@ -37,7 +37,8 @@ from capture.analysis.analysis import Analysis
 from capture.analysis.lines import LineIndex
 from capture.analysis.types import CostTotals
 
-from .answers import CostTimes, FrameJson, NodeBrief, NodesPage, SearchAnswer, SymbolNote, TrunkEntry
+from .answers import (BodiesPage, CostTimes, FrameJson, NodeBrief, NodesPage, PageView, SearchAnswer, SubtreeAnswer,
+                      SymbolNote, TrunkEntry)
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
@@ -169,7 +170,7 @@ class Projection:
     # ------------------------------------------------------------------ pages
 
     def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False,
-                 weights: bool = False) -> dict[str, Any]:
+                 weights: bool = False) -> PageView:
         """The direct children of ``group`` (or of one chunk of it), ready to lay out;
         ``kernels``: every kernel, no function cards, nothing elided; ``weights``: with the
         boundary inputs of parameters, buffers and constants and their edges (drawn only
@@ -182,7 +183,7 @@ class Projection:
         except PageError as exc:
             raise NotFound(str(exc)) from None
 
-    def bodies(self, node: int) -> dict[str, Any]:
+    def bodies(self, node: int) -> BodiesPage:
         """The unexecuted bodies of boundary node ``node``, side by side (a view like
         :meth:`children`; container key ``n<node>``): one template card per body, no
         edges (a template's inputs are its own parameters, not the boundary's operands)."""
@@ -193,7 +194,7 @@ class Projection:
         return self.pages.bodies(node)
 
     def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False,
-                weights: bool = False) -> dict[str, Any]:
+                weights: bool = False) -> SubtreeAnswer:
         """The ``children`` views of ``group`` and of every group and chunk below it,
         breadth first, in one answer (Expand all): ``views`` maps each container's item key
         (``"g-1"``, ``"g3"``, ``"c3:0"``) to its view. Function cards are not opened unless

@@ -13,10 +13,11 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
 from capture.frameworks import capabilities
 from capture.graph import gc_pause
+from capture.graph.model import Capture
 from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
@@ -30,6 +31,8 @@ from .expert_cards import experts_words, lane_folds, router_words
 from .loop_steps import is_step, loop_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
+from .answers import (BlockCost, BodiesPage, Boundary, CardCost, Edge, ElidedNode, ElidedOps, GroupRef, Item, PageView,
+                      Stack, StackCost, SubtreeAnswer)
 from capture.analysis.structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
@@ -70,22 +73,23 @@ class Pages:
 
     def __init__(self, analysis: Analysis, presentation: Any) -> None:
         self.analysis = analysis
-        self.capture, self.index, self.names, self.values = analysis.capture, analysis.index, analysis.names, analysis.values
+        self.index, self.names, self.values = analysis.index, analysis.names, analysis.values
+        self.capture: Capture = analysis.capture  # as analysed (its loops folded into step groups)
         self.framework = self.capture.framework
         self.present = presentation
         self.structure = analysis.structure
         self._lock = threading.Lock()
-        self._views: OrderedDict[tuple, dict] = OrderedDict()
-        self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
+        self._views: OrderedDict[tuple[int, int | None, bool, bool], PageView] = OrderedDict()
+        self._deps_cache: OrderedDict[tuple[int, bool], _Deps] = OrderedDict()
         #: What each layer costs (the analysis's ``costs``), or None: items carry no ``cost``.
         self.costs: Callable[[], Any] | None = analysis.costs
         #: The parameters each group uses (:class:`~capture.analysis.params.GroupParams`).
         self._group_params = analysis.params
-        self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
+        self._compiled: tuple[dict[int, list[Any]], dict[int, list[Any]]] | None = None
 
     # ------------------------------------------------------------------ pages
 
-    def children(self, g: int, chunk: int | None, kernels: bool, weights: bool = False) -> dict:
+    def children(self, g: int, chunk: int | None, kernels: bool, weights: bool = False) -> PageView:
         """The page of ``g`` (or of one chunk of it); ``weights``: with the boundary
         inputs of weights and their edges (else left out, counted in ``weights_hidden``)."""
         key = (g, chunk, kernels, weights)
@@ -102,7 +106,7 @@ class Pages:
                 self._views.popitem(last=False)
         return view
 
-    def bodies(self, node: int) -> dict:
+    def bodies(self, node: int) -> BodiesPage:
         items = [self.item(~b, False) for b in self.index.bodies_of[node]]
         return {
             "group": None, "node": node, "chunk": None, "items": items, "edges": [],
@@ -111,18 +115,18 @@ class Pages:
             "bodies": self.body_summaries(node), "side_by_side": True,
         }
 
-    def body_summaries(self, node: int) -> list[dict]:
+    def body_summaries(self, node: int) -> list[dict[str, Any]]:
         gs = self.capture.groups
         return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.index.bodies_of[node]]
 
-    def subtree(self, group: int, max_items: int, kernels: bool, weights: bool = False) -> dict:
+    def subtree(self, group: int, max_items: int, kernels: bool, weights: bool = False) -> SubtreeAnswer:
         # One pause for the whole walk: resumed between its pages, the collector ran over
         # every page built so far again and again (1.5 s of a 96-layer Llama's 13 s).
         with gc_pause.paused():
             return self._subtree(group, max_items, kernels, weights)
 
-    def _subtree(self, group: int, max_items: int, kernels: bool, weights: bool) -> dict:
-        views: dict[str, dict] = {}
+    def _subtree(self, group: int, max_items: int, kernels: bool, weights: bool) -> SubtreeAnswer:
+        views: dict[str, PageView] = {}
         frontier: list[tuple[str, int, int | None]] = [(f"g{group}", group, None)]
         total = 0
         complete = True
@@ -162,7 +166,7 @@ class Pages:
             raise PageError(f"no chunk {chunk}")
         return lo, min(n, lo + span)
 
-    def _view(self, g: int, chunk: int | None, kernels: bool, weights: bool) -> dict:
+    def _view(self, g: int, chunk: int | None, kernels: bool, weights: bool) -> PageView:
         ix = self.index
         _, refs, _ = ix.ordered(g)
         n = len(refs)
@@ -186,7 +190,7 @@ class Pages:
         edge_list, pills = self._edge_list(flow.edges, span, keys_of, ops)
         inputs, hidden = self._inputs(flow.in_vals, pills)
         outs = [self._boundary(v, {"capture_output": v in ix.output_set}) for v in flow.out_vals]
-        view = {
+        view: PageView = {
             "group": g,
             "chunk": None if chunk is None else f"{g}:{chunk}",
             "items": items,
@@ -252,11 +256,11 @@ class Pages:
         return flow
 
     def _child_items(self, refs: list[int], lo: int, hi: int, kernels: bool, elided: list[int],
-                     idle: list[int]) -> tuple[list[dict], dict[int, str]]:
+                     idle: list[int]) -> tuple[list[Item], dict[int, str]]:
         """The items of the children ``lo:hi`` drawn one each (positions of the elided
         ops and idle groups among them appended to ``elided`` and ``idle``)."""
         present = self.present
-        items: list[dict] = []
+        items: list[Item] = []
         keys_of: dict[int, str] = {}
         for pos in range(lo, hi):
             r = refs[pos]
@@ -271,8 +275,8 @@ class Pages:
             items.append(it)
         return items, keys_of
 
-    def _edge_list(self, edges: dict[tuple, list[int]], span: int, keys_of: dict,
-                   ops: frozenset[str]) -> tuple[list[dict], set[int]]:
+    def _edge_list(self, edges: dict[tuple[Any, Any], list[int]], span: int, keys_of: dict[int, str],
+                   ops: frozenset[str]) -> tuple[list[Edge], set[int]]:
         """The page's edges: one per value between two items (``span`` 1), else one per
         pair of items with the count of values; and the weights drawn as pills. An edge
         from a weight's input (flagged ``weight``) is on the page only when it reaches an
@@ -282,7 +286,7 @@ class Pages:
         def endpoint(e: Any) -> str:
             return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
 
-        edge_list = []
+        edge_list: list[Edge] = []
         pills: set[int] = set()
         for (s, t), vals in edges.items():
             weight = isinstance(s, tuple) and s[0] == "in" and is_weight(s[1])
@@ -292,7 +296,7 @@ class Pages:
                 pills.add(s[1])
             if span == 1:
                 for v in dict.fromkeys(vals):
-                    edge = {"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)}
+                    edge: Edge = {"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)}
                     device = per_device(v)
                     if device is not None:  # a split value: what one device holds (the shapes toggle)
                         edge["device_label"] = device
@@ -310,12 +314,12 @@ class Pages:
                 edge_list.append(edge)
         return edge_list, pills
 
-    def _inputs(self, in_vals: dict[int, int], pills: set[int]) -> tuple[list[dict], int]:
+    def _inputs(self, in_vals: dict[int, int], pills: set[int]) -> tuple[list[Boundary], int]:
         """The page's input pills: the values entering it, a weight only among ``pills``
         (flagged ``weight``); and how many weights were left out (all of them unless
         pills are asked for: 57k of a deep model's first page)."""
         is_weight = self.names.is_weight
-        inputs = []
+        inputs: list[Boundary] = []
         hidden = 0
         for v, p in in_vals.items():
             weight = is_weight(v)
@@ -328,8 +332,8 @@ class Pages:
             inputs.append(b)
         return inputs, hidden
 
-    def _boundary(self, v: int, extra: dict) -> dict:
-        d = self.values.brief(v)
+    def _boundary(self, v: int, extra: dict[str, Any]) -> Boundary:
+        d: Boundary = self.values.brief(v)
         d["value"] = d.pop("id")
         d["key"] = ("in:" if "from" in extra else "out:") + str(v)
         d.update(extra)
@@ -414,17 +418,17 @@ class Pages:
 
     # ------------------------------------------------------------------ items
 
-    def item(self, ref: int, kernels: bool) -> dict:
+    def item(self, ref: int, kernels: bool) -> Item:
         """One child as an item card."""
         if ref >= 0:
             return self._node_item(ref, kernels)
         return self._group_item(~ref, kernels)
 
-    def _node_item(self, i: int, kernels: bool) -> dict:
+    def _node_item(self, i: int, kernels: bool) -> Item:
         ix = self.index
         opaque = i in ix.cols.opaque
         outs = ix.outputs_of(i)
-        item = {
+        item: Item = {
             "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],
             "sublabel": ix.where(i), "kind": "opaque" if opaque else "op", "opaque": opaque,
             "child_count": 0, "outputs": [self.values.brief(v) for v in outs[:LIST_CAP]],
@@ -452,21 +456,21 @@ class Pages:
             item["cost"] = cost
         return item
 
-    def compiled_collectives(self) -> tuple[dict[int, list], dict[int, list]]:
+    def compiled_collectives(self) -> tuple[dict[int, list[Any]], dict[int, list[Any]]]:
         """The compiled program's collectives per node and per group (``compiled_view``)."""
         got = self._compiled
         if got is None:
             got = self._compiled = compiled_by_node_and_group(self.capture)
         return got
 
-    def _node_cost(self, i: int) -> dict | None:
+    def _node_cost(self, i: int) -> CardCost | None:
         """What an op card says it costs: FLOPs (None: uncounted), bytes moved, estimate."""
         costs = self.costs() if self.costs is not None else None
         if costs is None or not costs.available:
             return None
         c = costs.cost
         f, r, w = c.flops[i], c.bytes_read[i], c.bytes_written[i]
-        out: dict[str, Any] = {"flops": f if f >= 0 else None, "bytes": max(r, 0) + max(w, 0)}
+        out: CardCost = {"flops": f if f >= 0 else None, "bytes": max(r, 0) + max(w, 0)}
         if f < 0:
             out["uncounted"] = 1
         d = c.of(i)
@@ -477,15 +481,15 @@ class Pages:
             out["scope"] = scope
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
-            out.update(ranks.node_cost(i))
+            out.update(cast(CardCost, ranks.node_cost(i)))  # its keys are a card's
         return out
 
-    def _group_cost(self, g: int) -> dict | None:
+    def _group_cost(self, g: int) -> CardCost | None:
         costs = self.costs() if self.costs is not None else None
         if costs is None or not costs.available:
             return None
         s = g + 1
-        out: dict[str, Any] = {"flops": costs.flops[s], "bytes": costs.read[s] + costs.written[s]}
+        out: CardCost = {"flops": costs.flops[s], "bytes": costs.read[s] + costs.written[s]}
         if costs.uncounted[s]:
             out["uncounted"] = costs.uncounted[s]
         if costs.estimate[s]:
@@ -498,14 +502,14 @@ class Pages:
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
             out.pop("uncounted", None)
-            out.update(ranks.group_cost(g))
+            out.update(cast(CardCost, ranks.group_cost(g)))  # its keys are a card's
             return out
         kinds = costs.by_kind[s]
         if kinds:
             out["flops_by_kind"] = kinds
         return out
 
-    def _group_item(self, c: int, kernels: bool) -> dict:
+    def _group_item(self, c: int, kernels: bool) -> Item:
         ix, present = self.index, self.present
         grp = self.capture.groups[c]
         structure = self.structure()
@@ -576,7 +580,7 @@ class Pages:
             "card": card,
         }
 
-    def _function_fields(self, c: int, attrs: dict, kernels: bool) -> dict:
+    def _function_fields(self, c: int, attrs: dict[str, Any], kernels: bool) -> dict[str, Any]:
         ix = self.index
         nodes = ix.direct_nodes[c + 1]
         qualified = attrs.get("function")
@@ -597,19 +601,22 @@ class Pages:
             out["weights_total"] = len(weights)
         return out
 
-    def _group_ref(self, g: int) -> dict:
+    def _group_ref(self, g: int) -> GroupRef:
         """A group named where another item lists it (wrappers, idle groups)."""
         grp = self.capture.groups[g]
-        d = {"id": g, "key": f"g{g}", "kind": grp.kind, "name": grp.name, "title": group_title(grp)}
+        d: GroupRef = {"id": g, "key": f"g{g}", "kind": grp.kind, "name": grp.name, "title": group_title(grp)}
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
-        for k in ("class", "path"):
-            if isinstance(attrs.get(k), str) and attrs[k]:
-                d[k] = attrs[k]
+        cls, path = attrs.get("class"), attrs.get("path")
+        if isinstance(cls, str) and cls:
+            d["class"] = cls
+        if isinstance(path, str) and path:
+            d["path"] = path
         return d
 
-    def _elided(self, refs: list[int], positions: list[int], near: dict[int, int], lo: int, keys_of: dict) -> dict:
+    def _elided(self, refs: list[int], positions: list[int], near: dict[int, int], lo: int,
+                keys_of: dict[int, str]) -> ElidedOps:
         ops: dict[str, int] = {}
-        nodes: list[dict[str, Any]] = []
+        nodes: list[ElidedNode] = []
         label = self.values.label
         for pos in positions:
             i = refs[pos]
@@ -631,7 +638,7 @@ class Pages:
             return fn
         return None
 
-    def _stacks(self, items: list[dict], edges: list[dict], g: int | None = None) -> list[dict]:
+    def _stacks(self, items: list[Item], edges: list[Edge], g: int | None = None) -> list[Stack]:
         """The runs of items that repeat, each folding into one stack ``× count``, and the
         plumbing that feeds the layers of the largest, folded into one card
         (:mod:`viewer.projection.plumbing`)."""
@@ -656,7 +663,7 @@ class Pages:
             out.append(fold)
         return out
 
-    def _container_plumbing(self, items: list[dict], edges: list[dict]) -> dict | None:
+    def _container_plumbing(self, items: list[Item], edges: list[Edge]) -> Stack | None:
         """The plumbing fold of a page without stacks whose layers sit in one of its
         group items (BERT's encoder, beside the mask ops of BertModel): found by that
         group's page, where some values enter every layer of its stack."""
@@ -682,7 +689,7 @@ class Pages:
                                                    self._op_name)
         return None
 
-    def _runs(self, items: list[dict]) -> list[dict]:
+    def _runs(self, items: list[Item]) -> list[Stack]:
         """The runs of items that repeat, each folding into one stack ``× count``."""
         shown = list(enumerate(items))
         if len(shown) < 2:
@@ -692,7 +699,7 @@ class Pages:
         # a repetition starts with a frame: op cards (function calls, one-op modules) side
         # by side are ops, like q/k/v projections reading the same input
         blocks = [it["card"] == "group" for _, it in shown]
-        out = []
+        out: list[Stack] = []
         for start, period, count in find_repeats(tokens, blocks):
             members = [[shown[start + r * period + j][1]["key"] for j in range(period)] for r in range(count)]
             first = [it for _, it in shown[start:start + period]]
@@ -702,7 +709,7 @@ class Pages:
             key = "s" + members[0][0]
             inner = [{"start": s, "period": p, "count": c}
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
-            run = {
+            run: Stack = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
                 "label": run_label(block_labels[0], last_labels[-1], count),
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
@@ -728,7 +735,7 @@ class Pages:
 
     # ------------------------------------------------------------------ chunks
 
-    def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict) -> dict:
+    def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict[int, None]) -> Item:
         ix = self.index
         a, b = lo + k * span, min(hi, lo + (k + 1) * span)
         _, refs, _ = ix.ordered(g)
@@ -783,7 +790,7 @@ class Pages:
 
     # ------------------------------------------------------------------ weights
 
-    def _weights(self, nodes: list[int], kernels: bool) -> list[dict]:
+    def _weights(self, nodes: list[int], kernels: bool) -> list[dict[str, Any]]:
         """The weights ``nodes`` consume (past elided copies: a ``lift_fresh`` of a
         constant shows the constant), each once, in operand order. ``shared``: more than
         one node uses it (tied embeddings), so it appears on each of them."""
@@ -795,7 +802,7 @@ class Pages:
                     s = present.source(v, kernels)
                     if s >= 0 and is_weight(s):
                         seen[s] = None
-        out = []
+        out: list[dict[str, Any]] = []
         for v in seen:
             d = self.values.brief(v)
             d["value"] = d.pop("id")
@@ -806,13 +813,13 @@ class Pages:
         return out
 
 
-def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
+def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
     """A stack's cost: the whole run's sums and one block's (its first repetition)."""
     if not items or any("cost" not in it for it in items):
         return None
 
-    def total(its: list[dict]) -> dict:
-        out: dict[str, Any] = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
+    def total(its: list[Item]) -> BlockCost:
+        out: BlockCost = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
                                "bytes": sum(it["cost"]["bytes"] for it in its),
                                "params": sum((it.get("params") or {}).get("count", 0) for it in its)}
         unc = sum(it["cost"].get("uncounted", 0) for it in its)
@@ -822,7 +829,7 @@ def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
             out["estimate"] = True
         return out
 
-    out = {**total(items), "per_block": total(block)}
+    out: StackCost = {**total(items), "per_block": total(block)}
     scopes = {it["cost"].get("scope") for it in items}
     if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
         out["scope"] = scopes.pop()
