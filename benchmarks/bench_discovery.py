@@ -38,6 +38,7 @@ import libcst.metadata
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import tensorviz_lsp  # noqa: E402,F401  (hands discovery the frameworks' registry)
 from discovery import WorkspaceIndex, discover_source  # noqa: E402
 
 

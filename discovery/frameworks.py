@@ -3,8 +3,9 @@
 Names are fully qualified ("flax.linen.Module"), i.e. after a file's imports and
 aliases have been applied (see ``namespace.py``). Which base classes make a candidate
 is each framework's own declaration (``CandidateKind.namespaces`` of
-:mod:`capture.frameworks.capabilities`, plain data: ``capture/torch/declaration.py``
-lists ``torch.nn``'s Module subclasses); the JAX function rules below are discovery's
+:mod:`capture.frameworks.capabilities`, plain data handed in through
+:mod:`discovery.registry`: ``capture/torch/declaration.py`` lists ``torch.nn``'s Module
+subclasses); the JAX function rules below are discovery's
 own reading of function bodies.
 """
 
@@ -14,9 +15,9 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from capture.frameworks import TEST_PLUGINS_ENV, candidate_kinds, framework_names
-
+from .registry import frameworks
 from .results import CandidateKind
+
 
 @dataclass(frozen=True, slots=True)
 class FrameworkNamespace:
@@ -31,20 +32,21 @@ class FrameworkNamespace:
 def framework_namespaces() -> tuple[FrameworkNamespace, ...]:
     """Every registered framework's base-class namespaces (a test plug-in's too), longest
     root first, so "flax.experimental.nnx" is not read as something else."""
-    return _namespaces(framework_names(), os.environ.get(TEST_PLUGINS_ENV, ""))
+    registry = frameworks()
+    return _namespaces(registry.framework_names(), os.environ.get(registry.TEST_PLUGINS_ENV, ""))
 
 
 def call_method(kind: CandidateKind) -> str:
     """The method a built instance of ``kind`` is called through, as its framework
     declares it (``forward`` for a Torch module, else ``__call__``)."""
-    declared = candidate_kinds().get(kind)
+    declared = frameworks().candidate_kinds().get(kind)
     return declared[1].call_method if declared else "__call__"
 
 
 @lru_cache(maxsize=8)
-def _namespaces(frameworks: tuple[str, ...], plugins: str) -> tuple[FrameworkNamespace, ...]:
+def _namespaces(names: tuple[str, ...], plugins: str) -> tuple[FrameworkNamespace, ...]:
     found = [FrameworkNamespace(ns.root, name, ns.classes, ns.display)
-             for name, (_, kind) in candidate_kinds().items() for ns in kind.namespaces]
+             for name, (_, kind) in frameworks().candidate_kinds().items() for ns in kind.namespaces]
     return tuple(sorted(found, key=lambda ns: (-len(ns.root), ns.root)))
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from capture.frameworks import framework_of_kind
 
 from .positions import Range
 
@@ -351,7 +350,9 @@ class Candidate:
 
     @property
     def framework(self) -> Framework:
-        framework = framework_of_kind(self.kind)
+        from .registry import frameworks
+
+        framework = frameworks().framework_of_kind(self.kind)
         if framework is None:
             raise ValueError(f"no registered framework declares the candidate kind {self.kind!r}")
         return framework

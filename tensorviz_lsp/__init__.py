@@ -7,3 +7,16 @@ from .startup_path import keep_workspace_off_path as _keep_workspace_off_path
 _keep_workspace_off_path()
 
 __version__ = "0.1.0"
+
+
+def _hand_discovery_the_frameworks() -> None:
+    """Discovery imports nothing of ``capture``: it reads the frameworks' declarations
+    from the registry handed in here, once, for the CLI and the language server."""
+    from capture import frameworks
+
+    from discovery.registry import use_frameworks
+
+    use_frameworks(frameworks)
+
+
+_hand_discovery_the_frameworks()

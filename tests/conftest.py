@@ -16,6 +16,8 @@ import os
 
 import pytest
 
+import tensorviz_lsp  # noqa: F401  (hands discovery the frameworks' registry, as the CLI and server do)
+
 # Skips that are legitimate on CI's machine, each a fact no install can change: a Python
 # newer than the one a test is about, a GPU that a CPU-only test expects to be absent (or
 # that a GPU test needs and this machine lacks), a platform without POSIX, and a clone

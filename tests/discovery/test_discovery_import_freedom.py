@@ -77,6 +77,9 @@ def test_fresh_interpreter_gains_no_framework_modules(tmp_path):
     script = textwrap.dedent(
         f"""
         import json, sys
+        from capture import frameworks  # the registry the front end hands in: plain data
+        from discovery.registry import use_frameworks
+        use_frameworks(frameworks)
         before = set(sys.modules)
         from discovery import WorkspaceIndex, discover_source
         index = WorkspaceIndex({str(root)!r})

@@ -124,6 +124,7 @@ def test_deeply_nested_input_does_not_crash_the_process():
     script = textwrap.dedent(
         """
         import json, sys
+        import tensorviz_lsp  # hands discovery the frameworks' registry
         from discovery import discover_source
         cases = json.loads(sys.stdin.read())
         out = {}

@@ -30,10 +30,9 @@ FORBIDDEN = {
 }
 
 
-# The one part of a forbidden package a package may import: discovery reads the
-# frameworks' declarations (``capture.frameworks``: the registry and plain data, no
-# framework, no msgpack).
-ALLOWED = {"discovery": ("capture.frameworks",)}
+# Parts of a forbidden package a package may still import: none. Discovery reads the
+# frameworks' declarations from the registry its front end hands in (discovery/registry.py).
+ALLOWED: dict[str, tuple[str, ...]] = {}
 
 
 # The folders of ``capture/`` that hold a framework's capture (run inside the worker):
