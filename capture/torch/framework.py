@@ -76,6 +76,7 @@ from ..graph.model import Capture
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError, own_step
 from ..worker.plugin_helpers import describe_type
+from ..worker.values import binding_problem
 from .model_build import _build_model, _guarded_build, _seed_everything, _tensor_maker, _weights
 from .cuda_calls import cuda_calls_kept_on_cpu
 from .grad_modes import inference_mode_as_grad_mode
@@ -454,6 +455,21 @@ def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: CaptureMeta,
     return meta
 
 
+def _check_call(model: Any, kind: str, args: tuple, kwargs: dict) -> None:
+    """Inputs the model's call cannot take are the recipe's to fix, said before the call
+    (a TypeError raised at the call itself has no frame of the model's code, and read as
+    TensorViz's own failure): the same check as an init call's (:func:`binding_problem`)."""
+    fn = getattr(model, "forward", None) if kind == "module" else model
+    if fn is None:
+        return
+    problem = binding_problem(fn, args, kwargs)
+    if problem is not None:
+        name = getattr(model, "__qualname__", None) or type(model).__qualname__
+        call = f"{name}.forward" if kind == "module" else name
+        raise CaptureError("recipe", f"inputs: {call} does not take these inputs: {problem}",
+                           {"key_path": "inputs"}, error_type="TypeError")
+
+
 def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: tuple[Any, Any], optimizer: Any,
              watchers: tuple[Any, Any], step: Callable[[Any], tuple[Any, Any]] | None) -> tuple[Any, Any]:
     """Run the forward (and ``step``, the training step, on its output) under the
@@ -468,6 +484,7 @@ def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: t
             optimizer.zero_grad(set_to_none=True)
         elif step is not None and kind == "module":
             model.zero_grad(set_to_none=True)
+        _check_call(model, kind, args, kwargs)
         try:
             with (evidence.running(trace) if evidence is not None else nullcontext()), \
                     (branches.watching() if branches is not None else nullcontext()), trace.recording():

@@ -165,7 +165,7 @@ class _Builder:
                                              "called", where)
             args = tuple(self.build(v, f"{here}.args[{j}]") for j, v in enumerate(step.args))
             kwargs = {k: self.build(v, f"{here}.kwargs.{key_segment(k)}") for k, v in step.kwargs}
-            problem = _binding_problem(method, args, kwargs)
+            problem = binding_problem(method, args, kwargs)
             if problem is not None:
                 raise CaptureError("recipe", f"{here}: {shown}.{step.path} does not take these arguments: {problem}",
                                    where, error_type="TypeError")
@@ -187,7 +187,7 @@ class _Builder:
             raise CaptureError(
                 "recipe", f"{path}.target: {desc.target} is {describe_type(fn)}, which cannot be called", where
             )
-        problem = _binding_problem(fn, args, kwargs)
+        problem = binding_problem(fn, args, kwargs)
         if problem is not None:
             raise CaptureError(
                 "recipe", f"{path}: {desc.target} does not take these arguments: {problem}", where,
@@ -225,7 +225,7 @@ def _attribute(obj: Any, name: str, path: str, shown: str, verb: str) -> Any:
         ) from exc
 
 
-def _binding_problem(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+def binding_problem(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """Why ``fn(*args, **kwargs)`` cannot bind, by its signature; None when it can or
     when ``fn`` has no signature to tell (a builtin, a C extension).
 

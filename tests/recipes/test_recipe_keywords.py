@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 
 from capture.recipe.keywords import misspelt
-from capture.worker.values import _binding_problem
+from capture.worker.values import binding_problem
 
 
 @pytest.mark.parametrize(("keyword", "declared", "wanted"), [
@@ -63,12 +63,12 @@ class Plain:
     pytest.param(Plain, {"depth": 2}, "got an unexpected keyword argument 'depth'", id="plain-unknown"),
 ])
 def test_the_workers_binding(target, kwargs, problem):
-    assert _binding_problem(target, (), kwargs) == problem
+    assert binding_problem(target, (), kwargs) == problem
 
 
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers")
 def test_on_transformers_own_config():
     from transformers import ModernBertConfig
 
-    assert "did you mean 'num_hidden_layers'" in _binding_problem(ModernBertConfig, (), {"num_hidden_layer": 2})
-    assert _binding_problem(ModernBertConfig, (), {"attn_implementation": "eager", "num_hidden_layers": 2}) is None
+    assert "did you mean 'num_hidden_layers'" in binding_problem(ModernBertConfig, (), {"num_hidden_layer": 2})
+    assert binding_problem(ModernBertConfig, (), {"attn_implementation": "eager", "num_hidden_layers": 2}) is None
