@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from capture import units
-from capture.graph.per_device import aliased, body_parameters, fused, transients
+from capture.graph.model import tree_leaves
+from capture.graph.per_device import aliased, aligned, body_parameters, buffer_alignment, fused, transients
 
 from .types import CostTotals, Fit, MemoryPlan, PerDevice
 
@@ -148,6 +149,14 @@ def per_device(analysis: Analysis) -> PerDevice | None:
         shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
         return _bytes(shape, val.dtype)
 
+    # a temporary of the compiled program reserves whole aligned slots (arguments and outputs
+    # are their own allocations, exact): capture.graph.per_device.BUFFER_ALIGNMENT
+    alignment = buffer_alignment(cap)
+    outputs = set(tree_leaves(cap.outputs))
+
+    def temporary(v: int) -> float:
+        return held(v) if v in outputs else aligned(held(v), alignment)
+
     # a buffer XLA's loop fusion never writes: every value that would live in it is fused away
     in_registers = fused(cap)
     chain: dict[int, list[int]] = {}
@@ -160,13 +169,13 @@ def per_device(analysis: Analysis) -> PerDevice | None:
         if v is None:
             continue
         members = [costs.first_value.get(k) for k in chain.get(key, [])] + [v]
-        b = 0.0 if all(m in in_registers for m in members) else held(v)
+        b = 0.0 if all(m in in_registers for m in members) else temporary(v)
         made += b
         delta[start] += b
         delta[min(end, n) + 1] -= b
     # what one device holds only while a node runs: a shard_map or scan body's own values, the
     # weights the compiler gathers for it (capture.graph.per_device)
-    for i, b in transients(cap, lambda v: int(held(v))).items():
+    for i, b in transients(cap, lambda v: int(temporary(v))).items():
         delta[i] += b
         delta[i + 1] -= b
     live = peak = 0.0
