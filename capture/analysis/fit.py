@@ -154,8 +154,14 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     alignment = buffer_alignment(cap)
     outputs = set(tree_leaves(cap.outputs))
 
+    paddings: list[float] = []
+
     def temporary(v: int) -> float:
-        return held(v) if v in outputs else aligned(held(v), alignment)
+        b = held(v)
+        if v in outputs or b <= 0:
+            return b
+        paddings.append(aligned(b, alignment) - b)
+        return aligned(b, alignment)
 
     # a buffer XLA's loop fusion never writes: every value that would live in it is fused away
     in_registers = fused(cap)
@@ -182,6 +188,9 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     for i in range(n):
         live += delta[i]
         peak = max(peak, live)
+    # the temporaries' allocation ends where its top buffer ends, unpadded: which buffer that is,
+    # TensorViz does not know, so the least padding any of them has is taken off
+    peak -= min(paddings, default=0.0) if peak > 0 else 0.0
     params = inputs = 0.0
     inner = body_parameters(cap)  # a body's parameter is a slice or view of an outer value: held there
     for v, (_, role) in analysis.names.names.items():
