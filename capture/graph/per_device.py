@@ -158,10 +158,34 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
                 params = [p["value"] for p in groups[g].attrs.get("parameters") or []
                           if isinstance(p, dict) and type(p.get("value")) is int]
             # the parameters are the operands, held at the boundary by the program's figures
-            walked = _walk(capture, members.get(g, []), made, held, extra, params, in_registers)
+            results = {r["value"] for r in groups[g].attrs.get("results") or []
+                       if isinstance(r, dict) and type(r.get("value")) is int}
+            walked = _walk(capture, members.get(g, []), made, held, extra, params, in_registers, results)
             best = max(best, walked)
         extra[i] = extra.get(i, 0) + best
     return {i: b for i, b in extra.items() if node_body[i] < 0 and b > 0}
+
+
+def carries(capture: Capture) -> dict[int, dict[int, int]]:
+    """Per loop boundary (``scan``, ``while``), its carries' outputs, each with the operand that
+    starts it: XLA updates a carry in place, in its first value's buffer when nothing reads
+    that value after the loop (the operand, the body's parameter and result and the loop's
+    output are one buffer)."""
+    out: dict[int, dict[int, int]] = {}
+    for g in capture.groups:
+        node = g.attrs.get("node") if g.kind == BODY else None
+        if type(node) is not int or capture.nodes[node].op not in ("scan", "while"):
+            continue
+        n = capture.nodes[node]
+        for p in g.attrs.get("parameters") or []:
+            name = p.get("stands_for") if isinstance(p, dict) else None
+            k, j = p.get("operand") if isinstance(p, dict) else None, None
+            if isinstance(name, str) and name.startswith("carry ") and name[6:].isdigit():
+                j = int(name[6:])
+            if type(k) is int and j is not None and k < len(n.inputs) and j < len(n.outputs) \
+                    and n.inputs[k].value is not None:
+                out.setdefault(node, {})[n.outputs[j]] = n.inputs[k].value
+    return out
 
 
 def _fusion_roots(capture: Capture, ids: list[int], pos: dict[int, int], in_registers: set[int]) -> list[int]:
@@ -183,12 +207,13 @@ def _fusion_roots(capture: Capture, ids: list[int], pos: dict[int, int], in_regi
 
 def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
           inner: dict[int, int], params: list[int] = (),  # type: ignore[assignment]
-          in_registers: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+          in_registers: set[int] = frozenset(),  # type: ignore[assignment]
+          results: set[int] = frozenset()) -> int:  # type: ignore[assignment]
     """The most bytes live at once over a body's nodes ``ids`` (in order) beyond what its
     boundary holds: each value from the node that makes it to the last of these nodes that
-    reads it or a view of it (a parameter in ``params`` is an operand, and the body's results
-    its boundary's outputs: held there, through the body), with an inner boundary's own peak
-    at it."""
+    reads it or a view of it, or while its node runs when nothing reads it (a parameter in
+    ``params`` is an operand, and a result in ``results`` its boundary's output: held there,
+    through the body), with an inner boundary's own peak at it."""
     if not ids:
         return 0
     cost = capture.cost
@@ -210,17 +235,24 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
             if made.get(v) in pos or v in own:
                 last[v] = max(last.get(v, -1), when)
     delta = [0] * (len(ids) + 2)  # the parameters are held at the boundary, through the body
+    in_place = carries(capture) if any(capture.nodes[n].op in ("scan", "while") for n in ids) else {}
     for k, n in enumerate(ids):
         node = capture.nodes[n]
         if cost is not None and cost.rule[n] == view:
             continue  # a view (a reshape, a broadcast, pvary) lives in its operand's buffer
         early = n in hoisted
         for v in node.outputs:
-            if v not in last or v in in_registers:
-                continue  # unread in the body (one of its results, held as its boundary's output), or fused
-            b = held(v)
-            delta[0 if early else k] += b
-            delta[max(last[v], 0 if early else k) + 1] -= b
+            if v in in_registers or v not in last and v in results:
+                continue  # fused, or one of the body's results unread in it (held as its boundary's output)
+            b = held(v)  # a value nothing reads is still written: held while its node runs (a loop's last state)
+            start = 0 if early else k
+            first = in_place.get(n, {}).get(v)
+            if first is not None and last.get(first) == k and first not in in_registers and held(first) == b:
+                start = k + 1  # a carry updated in its first value's buffer, which dies at the loop
+            end = max(last.get(v, k), 0 if early else k)
+            if end >= start:
+                delta[start] += b
+                delta[end + 1] -= b
         extra = inner.get(n, 0)
         delta[k] += extra
         delta[k + 1] -= extra
