@@ -158,8 +158,9 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
                 params = [p["value"] for p in groups[g].attrs.get("parameters") or []
                           if isinstance(p, dict) and type(p.get("value")) is int]
             # the parameters are the operands, held at the boundary by the program's figures
-            results = {r["value"] for r in groups[g].attrs.get("results") or []
-                       if isinstance(r, dict) and type(r.get("value")) is int}
+            listed = groups[g].attrs.get("results")  # None: not said (every unread value taken for a result)
+            results = None if not isinstance(listed, list) else {
+                r["value"] for r in listed if isinstance(r, dict) and type(r.get("value")) is int}
             walked = _walk(capture, members.get(g, []), made, held, extra, params, in_registers, results)
             best = max(best, walked)
         extra[i] = extra.get(i, 0) + best
@@ -208,7 +209,7 @@ def _fusion_roots(capture: Capture, ids: list[int], pos: dict[int, int], in_regi
 def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
           inner: dict[int, int], params: list[int] = (),  # type: ignore[assignment]
           in_registers: set[int] = frozenset(),  # type: ignore[assignment]
-          results: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+          results: set[int] | None = None) -> int:
     """The most bytes live at once over a body's nodes ``ids`` (in order) beyond what its
     boundary holds: each value from the node that makes it to the last of these nodes that
     reads it or a view of it, or while its node runs when nothing reads it (a parameter in
@@ -242,7 +243,7 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
             continue  # a view (a reshape, a broadcast, pvary) lives in its operand's buffer
         early = n in hoisted
         for v in node.outputs:
-            if v in in_registers or v not in last and v in results:
+            if v in in_registers or v not in last and (results is None or v in results):
                 continue  # fused, or one of the body's results unread in it (held as its boundary's output)
             b = held(v)  # a value nothing reads is still written: held while its node runs (a loop's last state)
             start = 0 if early else k
