@@ -50,7 +50,8 @@ OPTIMIZERS: dict[str, tuple[float, str]] = {
 }
 NOTE = ("memory: parameters + inputs + the peak of live activations in traced order, with what outlives the "
         "step kept (outputs, gradients, optimizer state, results nothing reads afterwards); unfused, no allocator "
-        "rounding or fragmentation, per device for a single-device capture")
+        "rounding or fragmentation, per device for a single-device capture; a split program's per-device peak "
+        "counts each temporary in whole slots of the compiled platform's buffer alignment (CPU: 64 bytes)")
 
 
 def memory_plan(totals: CostTotals, inputs: int, optimizer: str | None = None) -> MemoryPlan | None:
@@ -131,7 +132,10 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     """The plan's figures for one device of a mesh, where values are split across one:
     every tensor at the shape each device holds (``sharding.per_device_shape``; a value not
     split is held whole by every device), through the same lifetimes as the whole
-    program's. None when nothing is split."""
+    program's; a temporary of a program compiled for a platform whose buffer alignment is
+    known (``capture.graph.per_device.BUFFER_ALIGNMENT``) in whole aligned slots, less the
+    least padding of any (the allocation ends at its top buffer, unpadded). None when nothing
+    is split."""
     cap = analysis.capture
     if not any(v.sharding for v in cap.values):
         return None
@@ -202,8 +206,11 @@ def per_device(analysis: Analysis) -> PerDevice | None:
             inputs += held(v)
     meshes = cap.meshes or []
     devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
-    return {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
-            "peak": int(params + inputs + peak)}
+    out: PerDevice = {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
+                      "peak": int(params + inputs + peak)}
+    if alignment > 1:
+        out["alignment"] = alignment
+    return out
 
 
 def add_chosen(split: PerDevice, plan: MemoryPlan, optimizer: str | None) -> None:

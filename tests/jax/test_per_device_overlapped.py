@@ -150,6 +150,10 @@ def test_peak_agrees_with_memory_analysis(caps, name):
     assert cap.compiled["status"] == "compiled" and cap.compiled["platform"] == "cpu"
     _, _, peak, xla = _figures(cap)
     assert abs(peak / xla - 1) <= 0.10, (peak, cap.compiled["memory"])
+    from capture.analysis.fit import per_device
+    from viewer.projection.projection import Projection
+
+    assert per_device(Projection(cap))["alignment"] == 64  # said beside the figure
 
 
 @pytest.mark.slow
@@ -198,3 +202,19 @@ def test_what_xla_does_otherwise_is_what_the_docs_say(caps):
     assert 0.80 < peak / xla < 0.95
     ours, xla_flops, _, _ = _figures(read(caps["loop"]))
     assert 0.85 < ours / xla_flops < 0.97
+
+
+@pytest.mark.slow
+def test_the_summary_says_the_peak_counts_aligned_slots(caps):
+    from tensorviz_lsp.cli.commands.summary import _compiled_text, _memory, _plan_beside_xla, compiled_doc
+    from viewer.projection.projection import Projection
+
+    cap = read(caps["unrolled"])
+    analysis = Projection(cap).analysis
+    totals = analysis.costs().totals()
+    doc = {"notes": {}, **compiled_doc(cap, totals)}
+    _memory(doc, analysis, totals, None, None)
+    _plan_beside_xla(doc)
+    assert doc["per_device"]["plan_alignment"] == 64 and 0.9 <= doc["per_device"]["plan_ratio"] <= 1.1
+    assert "temporaries in 64-byte slots as XLA aligns them" in _compiled_text(doc)
+    assert "buffer alignment" in doc["notes"]["memory_plan"]
