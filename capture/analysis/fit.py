@@ -195,15 +195,7 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     # the temporaries' allocation ends where its top buffer ends, unpadded: which buffer that is,
     # TensorViz does not know, so the least padding any of them has is taken off
     peak -= min(paddings, default=0.0) if peak > 0 else 0.0
-    params = inputs = 0.0
-    inner = body_parameters(cap)  # a body's parameter is a slice or view of an outer value: held there
-    for v, (_, role) in analysis.names.names.items():
-        if analysis.index.producer[v] >= 0 or v in inner:
-            continue
-        if role in ("param", "variable"):
-            params += held(v)
-        elif role == "input":
-            inputs += held(v)
+    params, inputs = _arguments(analysis, held)
     meshes = cap.meshes or []
     devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
     out: PerDevice = {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
@@ -211,6 +203,21 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     if alignment > 1:
         out["alignment"] = alignment
     return out
+
+
+def _arguments(analysis: Analysis, held: Callable[[int], float]) -> tuple[float, float]:
+    """The bytes one device holds of the program's parameters and of its inputs (arguments:
+    allocations of their own, exact)."""
+    params = inputs = 0.0
+    inner = body_parameters(analysis.capture)  # a body's parameter is a slice or view of an outer value: held there
+    for v, (_, role) in analysis.names.names.items():
+        if analysis.index.producer[v] >= 0 or v in inner:
+            continue
+        if role in ("param", "variable"):
+            params += held(v)
+        elif role == "input":
+            inputs += held(v)
+    return params, inputs
 
 
 def add_chosen(split: PerDevice, plan: MemoryPlan, optimizer: str | None) -> None:

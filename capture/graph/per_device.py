@@ -142,7 +142,7 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
     runs on every device at its shard's shapes; a ``scan``'s one iteration at a time; nested
     bodies and gathered weights inside them included) and the weights the compiler gathers
     for the node (:func:`gathered`). A ``shard_map``'s operands are its body's parameters: the
-    program's figures hold them at the boundary, so they add nothing here.""" 
+    program's figures hold them at the boundary, so they add nothing here."""
     held = held or _held(capture)
     of, members, node_body = bodies(capture)
     made = {o: n.id for n in capture.nodes for o in n.outputs}
@@ -183,9 +183,9 @@ def carries(capture: Capture) -> dict[int, dict[int, int]]:
             k, j = p.get("operand") if isinstance(p, dict) else None, None
             if isinstance(name, str) and name.startswith("carry ") and name[6:].isdigit():
                 j = int(name[6:])
-            if type(k) is int and j is not None and k < len(n.inputs) and j < len(n.outputs) \
-                    and n.inputs[k].value is not None:
-                out.setdefault(node, {})[n.outputs[j]] = n.inputs[k].value
+            first = n.inputs[k].value if type(k) is int and k < len(n.inputs) else None
+            if first is not None and j is not None and j < len(n.outputs):
+                out.setdefault(node, {})[n.outputs[j]] = first
     return out
 
 
