@@ -772,7 +772,7 @@ def capture(ctx: CaptureContext) -> Capture:
     mesh_index = shardings.mesh_index(mesh) if mesh is not None else None
     stated = [v.sharding for v in capture.values]  # the splits the program states, before any estimate
     per_device.annotate(capture, eqns, getattr(compiling, "instructions", None), mesh_index,
-                        (capture.frames, str(ctx.workspace)))
+                        (capture.frames, str(ctx.workspace)), getattr(compiling, "xla_flops", None))
     if ctx.after_compile is not None:
         ctx.after_compile = per_device.later(ctx.after_compile, capture, eqns, compiling, mesh_index, stated,
                                              (capture.frames, str(ctx.workspace)))
