@@ -17,7 +17,11 @@ each instruction, and its ``op_name`` metadata names the equation it was made fo
    for a ``sharding`` of source ``compiled`` (its mesh axes inferred from the ratio of
    each dimension); an unmapped value of the same shape as an operand of its node takes
    that operand's split (``propagated``);
-3. :func:`flops_per_device` counts each node's FLOPs at the shapes one device computes:
+3. :func:`xla_column`: with XLA's own FLOPs for each compiled instruction
+   (:mod:`capture.jax.xla_flops`), each node's per-device FLOPs are those of the
+   instructions whose ``op_name`` names it (the figure ``cost_analysis()`` sums, after XLA's
+   rewrites); where they could not all be costed in time,
+   :func:`flops_per_device` counts each node's FLOPs at the shapes one device computes:
    the node's FLOPs times the share of its work one device does (a ``dot_general``: its
    output's share times its contracted dimensions' share; a reduction: its operand's
    share; anything else: its output's share); a ``scan`` is its body's per-device figure ×
@@ -415,7 +419,8 @@ def xla_column(capture: Capture, eqns: list, xla: dict[str, Any], sources: Any =
     """Each node's per-device FLOPs as XLA counts them (:mod:`capture.jax.xla_flops`): every
     compiled instruction's own figure on the node its ``op_name`` names (the nodes that best
     match it, those whose result its per-device shape fits first; several equal ones, such as
-    an unrolled loop's, take the instructions in turn), boundaries from their bodies. Returns ``(column, FLOPs of instructions no node took)``."""
+    an unrolled loop's, take the instructions in turn; none of its primitive: the first node
+    of its source line), boundaries from their bodies. Returns ``(column, FLOPs of instructions no node took)``."""
     from ..graph.per_device import boundary_figures
     from .compiled import alternatives
 
@@ -434,6 +439,8 @@ def xla_column(capture: Capture, eqns: list, xla: dict[str, Any], sources: Any =
             if got is None:
                 got = cache[key] = mapper.best(name, frames)
             ids += [i for i in got if i not in ids]
+        if not ids:  # no equation of its primitive (one JAX expanded): the first node of its line
+            ids = next((mapper.att.by_line(key)[:1] for key in frames[:3] if mapper.att.by_line(key)), [])
         shape = rec.get("shape")
         fit = [i for i in ids if shape is not None and nodes[i].outputs and _fits(values[nodes[i].outputs[0]].shape, shape)]
         take = fit or ids
@@ -467,7 +474,8 @@ def annotate(capture: Capture, eqns: list, records: list[dict[str, Any]] | None,
     if records is not None and xla is not None and xla.get("complete"):
         column, left = xla_column(capture, eqns, xla, sources)
         total = float(xla.get("total") or 0.0)
-        note = NOTE_XLA + (f"; {left / total:.1%} of them on instructions no node was found for (not counted)"
+        share = "under 0.1%" if left < total / 1000 else f"{left / total:.1%}"
+        note = NOTE_XLA + (f"; {share} of them on instructions no node was found for (not counted)"
                            if left and total else "")
     capture.cost.flops_per_device = column
     capture.cost.notes["flops_per_device"] = note

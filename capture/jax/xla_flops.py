@@ -207,34 +207,58 @@ Cost = Callable[[str], float]
 
 
 def _metadata(attrs: str) -> tuple[str, int] | None:
+    """``(op_name, stack_frame_id or -1)``; None without an equation's name (none, or one XLA
+    gave: ``broadcast.23``)."""
     name = _OP_NAME.search(attrs)
-    if name is None:
+    if name is None or "/" not in name.group(1):
         return None
     fid = _FRAME_ID.search(attrs)
     return name.group(1), int(fid.group(1)) if fid else -1
+
+
+Meta = tuple[str, int]
+
+
+def _callees(p: dict[str, Any]) -> list[str]:
+    """The computations a container instruction runs (a fusion's, a loop's, a ``call``'s)."""
+    return _CALLED.findall(p["attrs"]) + (_APPLIED.findall(p["attrs"]) if p["op"] == "call" else [])
 
 
 class _Computation:
     """One computation's instructions, who reads each, and the metadata of each."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.parsed = [p for p in (parse_instruction(line) for line in lines[1:]) if p is not None]
+        self.parsed: list[dict[str, Any]] = []
+        self.root: str | None = None
+        for line in lines[1:]:
+            p = parse_instruction(line)
+            if p is not None:
+                self.parsed.append(p)
+                if line.lstrip().startswith("ROOT"):
+                    self.root = p["name"]
         self.types = {p["name"]: p["type"] for p in self.parsed}
-        self.meta = {p["name"]: _metadata(p["attrs"]) for p in self.parsed}
+        self.meta: dict[str, Meta | None] = {p["name"]: _metadata(p["attrs"]) for p in self.parsed}
         self.reads = {p["name"]: [_ref(o) for o in p["operands"]] for p in self.parsed}
         self.users: dict[str, list[str]] = {}
         for p in self.parsed:
             for r in self.reads[p["name"]]:
                 self.users.setdefault(r, []).append(p["name"])
 
-    def inherited(self, name: str, caller: tuple[str, int] | None) -> tuple[str, int] | None:
+    def own(self) -> Meta | None:
+        """The metadata the computation's work carries: its root's, else its first instruction's."""
+        if self.root is not None and self.meta.get(self.root) is not None:
+            return self.meta[self.root]
+        return next((m for m in self.meta.values() if m is not None), None)
+
+    def nearest(self, name: str, caller: Callable[[], Meta | None]) -> Meta | None:
         """The metadata of an instruction XLA made without any (a rewrite's new instruction):
         that of the nearest instruction that reads it, else of the instruction calling this
-        computation (a fusion), else of the nearest it reads."""
+        computation (a fusion; ``caller`` finds it), else of the nearest it reads."""
         for edges in (self.users, None, self.reads):
             if edges is None:
-                if caller is not None:
-                    return caller
+                got = caller()
+                if got is not None:
+                    return got
                 continue
             seen, todo = {name}, list(edges.get(name, ()))
             while todo and len(seen) < 256:
@@ -250,15 +274,40 @@ class _Computation:
         return None
 
 
-def _callers(comps: dict[str, _Computation]) -> dict[str, tuple[str, int] | None]:
-    """Per computation, the metadata of an instruction that calls it (a fusion's)."""
-    out: dict[str, tuple[str, int] | None] = {}
-    for c in comps.values():
-        for p in c.parsed:
-            for callee in _CALLED.findall(p["attrs"]) + (_APPLIED.findall(p["attrs"]) if p["op"] == "call" else []):
-                if out.get(callee) is None:
-                    out[callee] = c.meta[p["name"]]
-    return out
+class _Metadata:
+    """Each instruction's metadata, an instruction without any given the nearest's: a
+    container without any takes that of the work it runs (a fusion its fused root's); an
+    instruction, its readers', else its caller's (resolved the same way), else its operands'."""
+
+    def __init__(self, comps: dict[str, _Computation]) -> None:
+        self.comps = comps
+        self.callers: dict[str, tuple[str, str]] = {}
+        for cname, c in comps.items():
+            for p in c.parsed:
+                for callee in _callees(p):
+                    self.callers.setdefault(callee, (cname, p["name"]))
+        for _ in range(2):  # nested fusions: inner ones first
+            for c in comps.values():
+                for p in c.parsed:
+                    if c.meta[p["name"]] is None:
+                        c.meta[p["name"]] = next((comps[k].own() for k in _callees(p)
+                                                  if k in comps and comps[k].own() is not None), None)
+        self.memo: dict[tuple[str, str], Meta | None] = {}
+
+    def of(self, cname: str, name: str, depth: int = 0) -> Meta | None:
+        c = self.comps[cname]
+        if c.meta.get(name) is not None:
+            return c.meta[name]
+        key = (cname, name)
+        if key not in self.memo:
+            self.memo[key] = None  # a cycle reads as none
+
+            def caller() -> Meta | None:
+                up = self.callers.get(cname)
+                return self.of(*up, depth + 1) if up is not None and depth < 32 else None
+
+            self.memo[key] = c.nearest(name, caller)
+        return self.memo[key]
 
 
 def _costed(p: dict[str, Any]) -> bool:
@@ -287,14 +336,14 @@ def instruction_flops(text: str, cost: Cost, frames: dict[int, list[tuple[str, i
     module ``text`` that computes any: ``{"instructions": [{"op", "op_name", "frames", "shape",
     "flops", "inherited"}, …], "total", "complete", "failed"}``. ``cost``: an HLO module's text
     -> its FLOPs by the platform's analysis. An instruction without ``op_name`` (one XLA's
-    rewrites made) takes that of the instruction reading it (``inherited``). ``complete`` is
+    rewrites made) takes the nearest's (:class:`_Metadata`; ``inherited``). ``complete`` is
     False when the time ran out or an instruction could not be costed (``failed``: how many
     of each opcode)."""
     deadline = time.perf_counter() + seconds
     lines_of, entry = computations(text)
     applied = _applied(text)
     comps = {name: _Computation(lines) for name, lines in lines_of.items() if name not in applied}
-    callers = _callers(comps)
+    metadata = _Metadata(comps)
     out: list[dict[str, Any]] = []
     cache: dict[tuple, float] = {}
     failed: dict[str, int] = {}
@@ -314,10 +363,8 @@ def instruction_flops(text: str, cost: Cost, frames: dict[int, list[tuple[str, i
                     continue
                 cache[key] = f
             if f > 0:
-                meta = comp.meta.get(p["name"])
-                inherited = meta is None
-                if inherited:
-                    meta = comp.inherited(p["name"], callers.get(cname))
+                inherited = _metadata(p["attrs"]) is None
+                meta = metadata.of(cname, p["name"])
                 out.append(_record(p, f, cname, meta, inherited, frames))
     return {"instructions": out, "total": sum(r["flops"] for r in out),
             "complete": entry is not None and not failed, "failed": failed}

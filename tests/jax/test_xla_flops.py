@@ -74,8 +74,37 @@ def test_computations_and_what_is_only_applied():
     assert xf._applied(HLO) == {"region_add"}  # its add is the reduce's cost, not costed again
     c = xf._Computation(comps["fused_computation"])
     # XLA's convert made without metadata: the op_name of what reads it (the multiply)
-    assert c.inherited("convert.1", None) == ("jit(f)/shard_map/mul", 2)
-    assert c.inherited("constant.1", None) == ("jit(f)/shard_map/axis_index", 1)
+    assert c.nearest("convert.1", lambda: None) == ("jit(f)/shard_map/mul", 2)
+    assert c.nearest("constant.1", lambda: None) == ("jit(f)/shard_map/axis_index", 1)
+    assert c.root == "multiply.1" and c.own() == ("jit(f)/shard_map/mul", 2)
+
+
+def test_metadata_through_fusions_without_any():
+    """A fused dot whose fusion carries no metadata, read by another fusion without any: the
+    work the reader runs names the equation (XLA's CPU dot fusions)."""
+    text = """HloModule m
+
+%fused_dot (a: f32[2,2], b: f32[2,2]) -> f32[2,2] {
+  %a = f32[2,2]{1,0} parameter(0)
+  %b = f32[2,2]{1,0} parameter(1)
+  ROOT %dot.1 = f32[2,2]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%fused_copy (c: f32[2,2]) -> f32[2,2] {
+  %c = f32[2,2]{1,0} parameter(0)
+  ROOT %neg = f32[2,2]{1,0} negate(%c), metadata={op_name="jit(f)/neg" stack_frame_id=4}
+}
+
+ENTRY %main (x: f32[2,2]) -> f32[2,2] {
+  %x = f32[2,2]{1,0} parameter(0)
+  %d = f32[2,2]{1,0} fusion(%x, %x), kind=kCustom, calls=%fused_dot
+  ROOT %e = f32[2,2]{1,0} fusion(%d), kind=kLoop, calls=%fused_copy
+}
+"""
+    got = xf.instruction_flops(text, lambda t: 1.0)
+    by = {r["name"]: r for r in got["instructions"]}
+    assert by["dot.1"]["op_name"] == "jit(f)/neg" and by["dot.1"]["inherited"]
+    assert by["neg"]["op_name"] == "jit(f)/neg" and not by["neg"].get("inherited")
 
 
 def test_one_instruction_module_carries_its_reducer():
@@ -120,7 +149,6 @@ def test_an_instruction_that_cannot_be_costed_makes_it_incomplete():
 # --------------------------------------------------------------------------- against cost_analysis (one device)
 
 def _programs():
-    import jax
     import jax.numpy as jnp
     from jax import lax
 
