@@ -209,7 +209,7 @@ Cost = Callable[[str], float]
 def _metadata(attrs: str) -> tuple[str, int] | None:
     """``(op_name, stack_frame_id or -1)``; None without an equation's name (none, or one XLA
     gave: ``broadcast.23``)."""
-    name = _OP_NAME.search(attrs)
+    name = _OP_NAME.search(attrs) if "op_name=" in attrs else None
     if name is None or "/" not in name.group(1):
         return None
     fid = _FRAME_ID.search(attrs)
@@ -221,7 +221,12 @@ Meta = tuple[str, int]
 
 def _callees(p: dict[str, Any]) -> list[str]:
     """The computations a container instruction runs (a fusion's, a loop's, a ``call``'s)."""
-    return _CALLED.findall(p["attrs"]) + (_APPLIED.findall(p["attrs"]) if p["op"] == "call" else [])
+    got = p.get("callees")
+    if got is None:
+        attrs = p["attrs"]
+        got = p["callees"] = (_CALLED.findall(attrs) if "=%" in attrs or "calls=" in attrs else []) + (
+            _APPLIED.findall(attrs) if p["op"] == "call" else [])
+    return got
 
 
 class _Computation:
