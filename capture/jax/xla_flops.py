@@ -267,7 +267,7 @@ class _Computation:
                 continue
             seen, todo = {name}, list(edges.get(name, ()))
             while todo and len(seen) < 256:
-                nxt = []
+                nxt: list[str] = []
                 for n in todo:
                     if n in seen:
                         continue
