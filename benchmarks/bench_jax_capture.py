@@ -179,8 +179,10 @@ def child_trace_then_convert(workspace: str, scenario: str, intercepted: bool = 
     from capture.graph import graphfile
     from capture.jax import modules as jax_modules
     from capture.jax.convert import convert
+    from capture.jax.cost import load_rules
     from capture.jax.structures import structure_of
 
+    load_rules()  # as the capture does when it imports JAX (capture.jax.framework.capture), before tracing
     sys.path.insert(0, workspace)
     import bench_models
 

@@ -68,6 +68,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .control_flow import BODY_PRIMITIVES, convert_bodies
+from .cost import count
 from .frame_table import FrameTable
 from .module_groups import MODULE_MARKER, ModuleGroups
 from .shardings import JaxShardings
@@ -783,8 +784,6 @@ def convert(
     info.update(meta or {})
     cost = None
     try:
-        from .cost import count
-
         cost = count(conv.nodes, conv.groups, conv.eqns)
     except Exception as exc:  # a counter that fails leaves the capture without costs, saying why
         info["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]

@@ -146,14 +146,26 @@ def kind_of(prim: str, rule: str) -> str:
     return "other"
 
 
-class _Costs:
-    def __init__(self) -> None:
+_ROOFLINE: Any = None
+
+
+def load_rules() -> Any:
+    """``jax.experimental.roofline``'s module, its rules registered: imported once per
+    process. The JAX capture calls it when it imports JAX (``capture.jax.framework``), so
+    converting a program does not pay for the import."""
+    global _ROOFLINE
+    if _ROOFLINE is None:
         import importlib
 
         importlib.import_module("jax.experimental.roofline")  # registers the rules
         # the module (the package re-exports its function ``roofline`` under the same name)
-        roofline_mod = importlib.import_module("jax.experimental.roofline.roofline")
+        _ROOFLINE = importlib.import_module("jax.experimental.roofline.roofline")
+    return _ROOFLINE
 
+
+class _Costs:
+    def __init__(self) -> None:
+        roofline_mod = load_rules()
         self.rooflines = roofline_mod._rooflines
         self.roofline = roofline_mod
         self.reasons: dict[str, str] = {}
@@ -296,11 +308,20 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     return read, sum(_bytes(a) for a in outs)
 
 
+# Counted before any roofline rule is asked (``_Costs.flops``).
+_BEFORE_ROOFLINE = _VIEWS | _DATA | _COLLECTIVES | {"integer_pow"}
+
+
 def _figures(costs: _Costs, eqn: Any, memo: dict[tuple, tuple[int, str, int, int]]) -> tuple[int, str, int, int]:
     """``(FLOPs, rule, bytes read, bytes written)`` of one equation, counted once per
     signature: equations of one primitive on equal abstract values with equal params (a
     layer repeated, a Python loop of primitives) share one count (roofline's rules build
-    several objects per call)."""
+    several objects per call). An equation no roofline rule counts is counted directly:
+    its rule costs less than its signature."""
+    prim = eqn.primitive
+    if prim.name in _BEFORE_ROOFLINE or costs.rule_of(prim) is None:
+        f, kind = costs.flops(eqn)
+        return (f, kind, *_moved(eqn, kind))
     key = _signature(eqn)
     got = memo.get(key) if key is not None else None
     if got is None:
