@@ -187,7 +187,7 @@ class _Costs:
         name = prim.name
         avals_in = [_aval(v) for v in eqn.invars]
         avals_out = [v.aval for v in eqn.outvars]
-        if not all(_sized(a) for a in avals_in + avals_out):
+        if not (all(map(_sized, avals_in)) and all(map(_sized, avals_out))):
             self.reasons.setdefault(name, "a shape that is not a fixed size")
             return UNCOUNTED, "no rule"
         if name in _VIEWS:
@@ -267,8 +267,12 @@ def _aval(atom: Any) -> Any:
 
 def _sized(aval: Any) -> bool:
     shape = getattr(aval, "shape", None)
-    return shape is not None and all(type(d) is int or isinstance(d, int) for d in shape) and \
-        getattr(getattr(aval, "dtype", None), "itemsize", None) is not None
+    if shape is None:
+        return False
+    for d in shape:
+        if type(d) is not int and not isinstance(d, int):
+            return False
+    return getattr(getattr(aval, "dtype", None), "itemsize", None) is not None
 
 
 def _size(aval: Any) -> int:
@@ -286,7 +290,7 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     name = eqn.primitive.name
     ins = [_aval(v) for v in eqn.invars]
     outs = [v.aval for v in eqn.outvars]
-    if not all(_sized(a) for a in ins + outs):
+    if not (all(map(_sized, ins)) and all(map(_sized, outs))):
         return UNCOUNTED, UNCOUNTED
     if name in _REF_OPS:  # a block read (get) or written (swap, addupdate): the value's bytes
         moved = _bytes(outs[0]) if name == "get" else _bytes(ins[1])
@@ -377,7 +381,11 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
             else:
                 continue
         f, kind, r, w = _figures(costs, eqn, memo)
-        flops[i], read[i], written[i], rule[i] = _fit(f, node.op, costs.reasons), _fit(r), _fit(w), rule_id(kind)
+        flops[i] = f if f <= _MAX else _fit(f, node.op, costs.reasons)
+        read[i] = r if r <= _MAX else UNCOUNTED
+        written[i] = w if w <= _MAX else UNCOUNTED
+        k = rule_ids.get(kind)
+        rule[i] = rule_id(kind) if k is None else k
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
     # and a nested boundary's body after the one holding it).
