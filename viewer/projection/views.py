@@ -204,7 +204,7 @@ class Pages:
             "kernels": kernels,
             "elided": self._elided(refs, elided, flow.near, lo, keys_of),
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
-            "stacks": self._stacks(items, edge_list, g) if span == 1 else [],
+            "stacks": self._stacks(items, edge_list, g) if span == 1 else self._chunk_stack(g, refs, lo, hi, items),
         }
         if weights:
             view["weights_asked"] = True
@@ -735,6 +735,41 @@ class Pages:
 
     # ------------------------------------------------------------------ chunks
 
+    def _chunk_stack(self, g: int, refs: list[int], lo: int, hi: int, chunks: list[Item]) -> list[Stack]:
+        """A chunked page whose children are all one block (a ``ModuleList`` of 14,285
+        identical layers: 36 chunk cards): its chunks fold into one stack card, worded
+        by one representative block (``block``: its item) and the count of blocks, so
+        that the page reads as ``blocks.0–14284 ×14,285`` rather than as chunks."""
+        if len(chunks) < 2 or any(r >= 0 for r in refs[lo:hi]):
+            return []
+        first, last = ~refs[lo], ~refs[hi - 1]
+        structure = self.structure()
+        count = hi - lo
+        sig, signature = structure.signature[first], structure.signature
+        if structure.routing[first] or any(signature[~r] != sig for r in refs[lo:hi]):
+            return []  # not every child alike (or alike but for what routing chose)
+        block = self.item(refs[lo], False)
+        if block["card"] != "group":
+            return []  # op cards side by side are ops, not a stack of blocks
+        members = [[it["key"]] for it in chunks]
+        key = "s" + members[0][0]
+        groups = self.capture.groups
+        stack: Stack = {
+            "key": key, "start": 0, "period": 1, "count": count, "members": members,
+            "label": run_label(groups[first].name, groups[last].name, count),
+            "pattern": [block.get("class") or block["label"]], "inner": [], "block": block, "chunks": len(chunks),
+        }
+        cost = self._group_cost(g) if lo == 0 and hi == len(refs) and "cost" in block else None
+        if cost is not None:
+            per = block["cost"]
+            params = (block.get("params") or {}).get("count", 0)  # alike blocks: alike weights
+            stack["cost"] = {"flops": cost["flops"] or 0, "bytes": cost["bytes"], "params": params * count,
+                             "per_block": {"flops": per["flops"] or 0, "bytes": per["bytes"], "params": params},
+                             **({"estimate": True} if cost.get("estimate") else {})}
+        for r, it in enumerate(chunks):
+            it["stack"] = {"key": key, "repetition": r, "offset": 0}
+        return [stack]
+
     def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict[int, None]) -> Item:
         ix = self.index
         a, b = lo + k * span, min(hi, lo + (k + 1) * span)
@@ -755,6 +790,9 @@ class Pages:
             "first": first if first < ix.n_nodes else None, "last": last if last >= 0 else None,
             "outputs": [self.values.brief(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
             "card": "chunk",
+            # the calls of modules and functions among its children (0: a flat run of ops, which
+            # the first view opens; a chunk of calls stays closed, model/first-view.js)
+            "groups": sum(r < 0 for r in refs[a:b]),
         }
 
     def _range_counts(self, refs: list[int], a: int, b: int) -> tuple[int, int]:

@@ -17,8 +17,9 @@ import { ROOT, itemKey, opensWithAll, outputPills } from "./items.js";
 // one and nothing else: the decoder stack is open, small heads and stems stay
 // collapsed. Without one, breadth first, open a group only while the number of drawn
 // items stays within `budget` (a readable first screen, and a first paint that stays
-// cheap at any size). A program split into chunks opens its first chunk whatever its
-// size, so a flat program opens on its first ops, not on three chunk cards.
+// cheap at any size). A flat program split into chunks opens its first chunk whatever
+// its size, so that it opens on its first ops, not on three chunk cards; chunks of
+// calls, or of alike blocks (folded into one stack by the server), stay closed.
 /**
  * @param {GraphState} model
  * @param {number} [budget]  items drawn, at most, below the trunk
@@ -50,8 +51,9 @@ export async function autoExpand(model, budget = 48, trunk = null) {
     const { key, item, first, only } = /** @type {Candidate} */ (queue.shift());
     const estimate = Number(item.child_count) || 0;
     // A lone wrapper (a module around the model, a jit around everything) always opens,
-    // and so does the first chunk of the first chunked container.
-    const force = only || (item.type === "chunk" && first && !chunkOpened);
+    // and so does the first chunk of the first chunked container when it is a flat run
+    // of ops; one holding calls (`generate`'s bookkeeping around the model's) stays a card.
+    const force = only || (item.type === "chunk" && first && !chunkOpened && !Number(item.groups));
     if (!force && (onBlocks || visible + estimate > budget)) continue;
     const data = await model.load(key);
     model.expanded.add(key);
