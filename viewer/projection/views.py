@@ -175,7 +175,7 @@ class Pages:
         # items: the children themselves, or leaf chunks, or upper chunks
         span = 1 if size <= CHUNK else CHUNK if size <= UPPER_CHUNK else UPPER_CHUNK
         whole = lo == 0 and hi == n
-        flow = self._flow(g, lo, hi, span, kernels)
+        flow = self._flow(g, lo, hi, span, kernels, weights)
         elided: list[int] = []
         idle: list[int] = []
         if span == 1:
@@ -188,7 +188,7 @@ class Pages:
         # card's weight lines (a group or chunk card lists none: its pills are inside it)
         ops = frozenset(it["key"] for it in items if it["card"] in ("op", "function")) if weights else frozenset()
         edge_list, pills = self._edge_list(flow.edges, span, keys_of, ops)
-        inputs, hidden = self._inputs(flow.in_vals, pills)
+        inputs, hidden = self._inputs(flow.in_vals, pills, flow.hidden_weights)
         outs = [self._boundary(v, {"capture_output": v in ix.output_set}) for v in flow.out_vals]
         view: PageView = {
             "group": g,
@@ -212,14 +212,17 @@ class Pages:
             view["weights_hidden"] = hidden  # weight inputs left out (no pills asked, or none at an op)
         return view
 
-    def _flow(self, g: int, lo: int, hi: int, span: int, kernels: bool) -> "_Flow":
+    def _flow(self, g: int, lo: int, hi: int, span: int, kernels: bool, weights: bool = False) -> "_Flow":
         """The values entering, crossing and leaving the children ``lo:hi`` of ``g``
-        drawn as items of ``span`` children each."""
+        drawn as items of ``span`` children each; without ``weights`` (pills), a weight
+        entering is only counted (``hidden_weights``): a deep model's first page has 57k."""
         ix = self.index
         deps = self._deps(g, kernels)
         flow = _Flow(span, deps.near)
         producer, source = ix.producer, self.present.source
         src, dst, val = deps.src, deps.dst, deps.val
+        skip = None if weights else self.names.is_weight
+        hidden_weights = flow.hidden_weights
 
         def outside(v: int) -> None:
             # a value entering the view, named by what made it (past elided copies)
@@ -232,6 +235,8 @@ class Pages:
             ti = (dst[k] - lo) // span
             if lo <= s < hi:
                 flow.between((s - lo) // span, ti, v)
+            elif skip is not None and skip(v):
+                hidden_weights[v] = None
             else:
                 outside(v)
                 flow.add(("in", v), ti, v)
@@ -314,17 +319,20 @@ class Pages:
                 edge_list.append(edge)
         return edge_list, pills
 
-    def _inputs(self, in_vals: dict[int, int], pills: set[int]) -> tuple[list[Boundary], int]:
+    def _inputs(self, in_vals: dict[int, int], pills: set[int],
+                hidden_weights: dict[int, None] | None = None) -> tuple[list[Boundary], int]:
         """The page's input pills: the values entering it, a weight only among ``pills``
         (flagged ``weight``); and how many weights were left out (all of them unless
-        pills are asked for: 57k of a deep model's first page)."""
+        pills are asked for: 57k of a deep model's first page), ``hidden_weights`` those
+        the flow only counted."""
         is_weight = self.names.is_weight
         inputs: list[Boundary] = []
-        hidden = 0
+        hidden = len(hidden_weights or ())
         for v, p in in_vals.items():
             weight = is_weight(v)
             if weight and v not in pills:
-                hidden += 1
+                if not hidden_weights or v not in hidden_weights:
+                    hidden += 1
                 continue
             b = self._boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
             if weight:

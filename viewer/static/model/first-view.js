@@ -112,3 +112,30 @@ export function candidates(model, data) {
   if (out.length === 1 && drawnCount(model, data) <= 3 && out[0].item.type === "group") out[0].only = true;
   return out;
 }
+
+// The pages a person opens next from the first view, to ask for after the first paint
+// (GraphModel.prefetchNext): the first member of each folded stack and the first closed
+// chunk of each open container, not loaded yet, at most `max`, outermost first.
+/**
+ * @param {GraphState} model
+ * @param {number} [max]
+ * @returns {string[]}
+ */
+export function nextPages(model, max = 2) {
+  /** @type {string[]} */
+  const out = [];
+  const want = (/** @type {string} */ k) => {
+    if (out.length < max && !model.containers.has(k) && !out.includes(k)) out.push(k);
+  };
+  for (const key of [ROOT, ...model.expanded]) {
+    const data = model.containers.get(key);
+    if (!data) continue;
+    for (const st of model.foldedStacks(data).values()) {
+      const first = st.members.flat()[0];
+      if (first && (first.startsWith("c") || first.startsWith("g"))) want(first);
+    }
+    const chunk = data.items.find((it) => it.type === "chunk" && !model.expanded.has(itemKey(it)));
+    if (chunk) want(itemKey(chunk));
+  }
+  return out;
+}
