@@ -1,7 +1,7 @@
 // A stack card's words (viewer/static/model/card-words.js stackEntry), without a browser.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { stackEntry } from "../../../viewer/static/model/card-words.js";
+import { linesOf, stackEntry } from "../../../viewer/static/model/card-words.js";
 
 const block = (id) => ({ type: "group", id, key: `g${id}`, label: `blocks.${id}`, card: "group", class: "Step",
   node_count: 7, child_count: 4, params: { count: 304, bytes: 1216 } });
@@ -25,4 +25,12 @@ test("chunks of alike blocks fold into one stack worded by one block, counting b
   assert.ok(e.lines.includes("14,285 × 7 ops = 99,995 ops"), e.lines.join(" | "));
   assert.ok(e.lines.some((l) => l.startsWith("14,285 × 5 kFLOPs = ")), e.lines.join(" | "));
   assert.deepEqual(e.members, ["c0:0", "c0:1"]);
+});
+
+test("a chunk card says how many calls it holds beside its own ops", () => {
+  const chunk = (groups, children) => ({ type: "chunk", id: "0:0", key: "c0:0", card: "chunk", sublabel: "llama96.py:16",
+    node_count: 69920, child_count: children, groups });
+  assert.deepEqual(linesOf(chunk(10, 400)), ["llama96.py:16", "10 calls + 390 ops", "69,920 ops"]);
+  assert.deepEqual(linesOf(chunk(400, 400)), ["llama96.py:16", "400 calls", "69,920 ops"]);
+  assert.deepEqual(linesOf(chunk(0, 400)), ["llama96.py:16", "69,920 ops"]);
 });

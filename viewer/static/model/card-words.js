@@ -126,6 +126,11 @@ export function cardLines(item) {
   const count = (/** @type {number} */ n, /** @type {string} */ word) => `${grouped(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
   if (item.type === "chunk") {
     if (item.sublabel) lines.push(String(item.sublabel));
+    // The calls it holds (the server's `groups`): a chunk of generate's bookkeeping says
+    // where the model's calls are.
+    const calls = Number(item.groups) || 0;
+    const own = (Number(item.child_count) || 0) - calls;
+    if (calls) lines.push(own > 0 ? `${count(calls, "call")} + ${count(own, "op")}` : count(calls, "call"));
   } else if (item.type === "group") {
     // An unexecuted body says so first: a template, how often it would run, which case.
     const body = item.body;
