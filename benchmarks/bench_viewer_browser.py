@@ -31,7 +31,11 @@ read, then served, its index and first view's pages made while the browser start
 measured: the
 read, the index alone (built again, in this process), and from navigation the summary
 answered (``capture→``), the layout started (``layout→``: the gap between them is the
-page waiting), and the first paint; target: read + first paint < 1.5 s (issue 40).
+page waiting), and the first paint; target: read + first paint < 1.5 s (issue 40). Their
+phases from navigation: when the server's warm-up (index, structure, first pages) began and
+ended, when the app's script ran (its modules fetched and parsed), the summary answered,
+the first layout asked for and laid out, and the first paint; ``--shots DIR`` saves a
+screenshot of each first view.
 
 Each size is measured twice: as first opened, and after opening more of it ("expanded":
 the first layer's scopes, or the flat jit's first four chunks: node cards on screen).
