@@ -477,6 +477,10 @@ def annotate(capture: Capture, eqns: list, records: list[dict[str, Any]] | None,
         share = "under 0.1%" if left < total / 1000 else f"{left / total:.1%}"
         note = NOTE_XLA + (f"; {share} of them on instructions no node was found for (not counted)"
                            if left and total else "")
+    elif records is not None and xla is not None:  # XLA's own figures could not all be had
+        why = ("costing XLA's instructions one by one ran out of time" if xla.get("timed_out") else
+               "XLA's cost analysis could not cost " + ", ".join(f"{n} {op}" for op, n in (xla.get("failed") or {}).items()))
+        note = f"{NOTE} ({why})"
     capture.cost.flops_per_device = column
     capture.cost.notes["flops_per_device"] = note
 
