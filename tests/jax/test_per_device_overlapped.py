@@ -226,3 +226,6 @@ def test_the_summary_says_the_peak_counts_aligned_slots(caps):
     assert doc["per_device"]["plan_alignment"] == 64 and 0.9 <= doc["per_device"]["plan_ratio"] <= 1.1
     assert "temporaries in 64-byte slots as XLA aligns them" in _compiled_text(doc)
     assert "buffer alignment" in doc["notes"]["memory_plan"]
+    # XLA's per-instruction FLOPs are said to be XLA's, not TensorViz's own count.
+    how = doc["per_device"]["flops_how"]
+    assert how.startswith("XLA's own FLOPs for each compiled instruction") and "TensorViz:" not in how, how
