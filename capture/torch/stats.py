@@ -188,7 +188,9 @@ class ActivationStatistics:
             self._later_of[vid] = root
             return
         if src in self._batch_vids:
+            # known() now, so that a view of this view shares them too (applied in order)
             self._batch_shares.append((vid, src))
+            self._batch_vids.add(vid)
             return
         vec = self._vectors.get(src)
         if vec is not None:
