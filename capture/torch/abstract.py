@@ -168,7 +168,7 @@ class AbstractEvidence:
         self.mode = _fake.FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False,
                                          shape_env=self.shape_env, static_shapes=True)
         # A loop over a data-dependent hit set: its stated choice; and the CPU shape rules.
-        self.loops = _ForwardLoops(self.shape_env)
+        self.loops = _ForwardLoops(self.shape_env, self.mode)
 
     @contextmanager
     def building(self, files: Any) -> Iterator[None]:
@@ -607,7 +607,12 @@ class _ForwardLoops(HitLoops):
     hit-set loops (:class:`~capture.torch.hit_loops.HitLoops`), and ``aten._grouped_mm``
     on the CPU with float32/float16 operands shaped by PyTorch's own rule on bfloat16
     stand-ins and given the dtype the CPU kernel returns (``out_dtype``, else its
-    operands'). Every other op goes straight on."""
+    operands'). Every other op goes straight to the fake mode's own dispatch
+    (:meth:`fake_dispatch`)."""
+
+    def __init__(self, shape_env: Any, fake_mode: Any) -> None:
+        super().__init__(shape_env)
+        self.fake_mode = fake_mode
 
     def run(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if func is _GROUPED_MM and len(args) >= 2:
@@ -617,7 +622,62 @@ class _ForwardLoops(HitLoops):
                 out_dtype = kwargs.get("out_dtype") or a.dtype
                 stand = func(a.to(_STAND_IN), b.to(_STAND_IN), *args[2:], **{**kwargs, "out_dtype": None})
                 return stand.to(out_dtype)
-        return func(*args, **kwargs)
+        return self.fake_dispatch(func, args, kwargs)
+
+    def fake_dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """``func(*args, **kwargs)`` from inside a dispatch mode whose only mode below is
+        this capture's fake mode: the fake mode's ``dispatch`` called as PyTorch's
+        dispatcher would call it (the fake mode off the mode stack meanwhile), without
+        the dispatcher's round trip (the arguments parsed by the op's schema into C++
+        values and made Python objects again, the mode stack popped and pushed):
+        below autograd already, the same op, arguments and result. Anything else (another
+        mode between, an argument the fake mode does not recognise) goes through
+        ``func``."""
+        if _stack_depth() != 1:
+            return func(*args, **kwargs)
+        mode = _unset_mode(_FAKE_KEY)
+        if mode is not self.fake_mode:
+            if mode is not None:
+                _set_mode(mode)
+            return func(*args, **kwargs)
+        try:
+            out = mode.dispatch(func, _FAKE_TYPES, args, kwargs)
+        finally:
+            _set_mode(mode)
+        if out is NotImplemented:
+            return func(*args, **kwargs)
+        # What the dispatcher makes of the result: several returns a plain tuple (not a
+        # torch.return_types one), one list return a list.
+        kind = _RETURNS.get(func)
+        if kind is None:
+            kind = _RETURNS[func] = _returns_kind(func)
+        if kind is tuple or kind is list:
+            return out if type(out) is kind else kind(out)
+        return out
+
+
+def _returns_kind(func: Any) -> type:
+    """``tuple`` for an op with several returns, ``list`` for one list return, else
+    ``object`` (one value, as the op gives it)."""
+    try:
+        returns = func._schema.returns
+    except Exception:
+        return object
+    if len(returns) > 1:
+        return tuple
+    if len(returns) == 1 and isinstance(returns[0].type, torch.ListType):
+        return list
+    return object
+
+
+_RETURNS: dict[Any, type] = {}
+
+
+_FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+_FAKE_TYPES = (_fake.FakeTensor,)
+_stack_depth = torch._C._len_torch_dispatch_stack
+_unset_mode = torch._C._unset_dispatch_mode
+_set_mode = torch._C._set_dispatch_mode
 
 
 # --------------------------------------------------------------------------- libraries
