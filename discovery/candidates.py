@@ -68,8 +68,9 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
     if candidates and "partial" in analysis.text:
         candidates.extend(_partial_candidates(parsed.module, ns, candidates, locate))
 
-    if "def " in analysis.text and (candidates or "Module" in analysis.text):  # -> nn.Module needs no class
-        candidates.extend(factory_candidates(analysis, candidates, configs, locate))
+    if "def " in analysis.text:  # -> nn.Module, or an imported model class, needs no class of the file
+        candidates.extend(factory_candidates(analysis, candidates, configs, locate,
+                                             _imported_model(analysis, resolver, configs, bodies)))
 
     if _may_use_jax(analysis.text, ns):
         factories = {c.qualname for c in candidates if c.model_factory}
@@ -89,6 +90,27 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         candidates = [replace(c, library_state=state) for c in candidates]
     candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
     return candidates
+
+
+def _imported_model(analysis: ModuleAnalysis, resolver: Resolver, configs: ConfigReader,
+                    bodies: Bodies) -> Callable[[tuple[str, ...]], Candidate | None]:
+    """For :func:`factory_candidates`: an imported class (dotted name as the file writes it)
+    as a model candidate, resolved as class bases are (another workspace file, an installed
+    library's files), or None when it is not a model class."""
+
+    def candidate(parts: tuple[str, ...]) -> Candidate | None:
+        target = resolver.resolve(analysis, parts)
+        if not isinstance(target, ClassRef) or target.module is analysis:
+            return None
+        lineage = resolver.lineage(target)
+        if lineage is None:
+            return None
+        origin = Range.at(Position(0, 0))
+        made = _module_candidate(target, lineage, resolver, configs, bodies, getattr(target.module, "text", ""),
+                                 lambda _qualname: (origin, origin))
+        return replace(made, qualname=f"{target.info.qualname} in {_where(target)}")
+
+    return candidate
 
 
 # Packages whose layers read process state set up outside the model (model-parallel

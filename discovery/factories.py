@@ -10,7 +10,12 @@ same for Torch. A top-level, public, synchronous function of the file is such a
   through a name assigned from one (``model = GPT(cfg); return model``); or
 * its return annotation names a model class of the file (``-> VisionTransformer``); or
 * its return annotation is a framework's module base (``-> nn.Module``, ``->
-  flax.linen.Module``, ``-> nnx.Module``): the model's call inputs are then unknown.
+  flax.linen.Module``, ``-> nnx.Module``): the model's call inputs are then unknown; or
+* it returns, or is annotated to return, a model class imported from elsewhere: another
+  workspace file or an installed library (``def mixtral() -> MixtralForCausalLM: return
+  MixtralForCausalLM(MixtralConfig(...))``), resolved as class bases are (through the
+  library's files, never imported). A returned call counts only for a capitalised
+  imported name (a class, by convention), so ``return torch.zeros(...)`` costs no lookup.
 
 Its candidate is captured by calling the function with the setup (the function's own
 parameters) and then the module it returns with the inputs (the recipe's
@@ -30,13 +35,19 @@ from .frameworks import call_method, framework_base
 from .namespace import Namespace, dotted_parts, identifier, qualify
 from .parameters import parameters_of
 from .positions import Range
-from .results import Candidate, CandidateKind, SetupField
+from .results import CallInput, Candidate, CandidateKind, SetupField
 
+
+
+# An imported class (dotted name as written) → its candidate as a model class, or None.
+ImportedModel = Callable[[tuple[str, ...]], "Candidate | None"]
 
 
 def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], configs: ConfigReader,
-                       locate: Callable[[str], tuple[Range, Range]]) -> list[Candidate]:
-    """The factories of the file (see the module docstring) as candidates."""
+                       locate: Callable[[str], tuple[Range, Range]],
+                       imported: ImportedModel | None = None) -> list[Candidate]:
+    """The factories of the file (see the module docstring) as candidates; ``imported``
+    answers for classes the file imports."""
     ns = analysis.namespace
     if ns is None:
         return []
@@ -48,6 +59,8 @@ def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], confi
         if function.asynchronous is not None or name.startswith("_") or name in taken:
             continue
         built = _returned_model(function, models) or _annotated_model(function, models)
+        if built is None and imported is not None:
+            built = _imported_model(function, ns, imported)
         if built is not None:
             found.append(_from_class(function, built, analysis, configs, locate))
             continue
@@ -107,6 +120,46 @@ def _annotated_model(function: cst.FunctionDef, models: dict[str, Candidate]) ->
     return models.get(".".join(parts)) if parts is not None else None
 
 
+def _imported_model(function: cst.FunctionDef, ns: Namespace, imported: ImportedModel) -> Candidate | None:
+    """The imported model class the function is annotated to return, or whose call it
+    returns (a capitalised imported name only)."""
+    if function.returns is not None:
+        parts = dotted_parts(function.returns.annotation)
+        if parts is not None and _imported_name(ns, parts):
+            return imported(parts)
+    assigned: dict[str, tuple[str, ...]] = {}
+    for node in _statements(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            parts = _class_call(node.value, ns)
+            if parts is not None:
+                assigned[node.targets[0].target.value] = parts
+        if isinstance(node, cst.Return) and node.value is not None:
+            parts = _class_call(node.value, ns)
+            if parts is None and isinstance(node.value, cst.Name):
+                parts = assigned.get(node.value.value)
+            if parts is not None:
+                return imported(parts)
+    return None
+
+
+def _class_call(expr: cst.BaseExpression, ns: Namespace) -> tuple[str, ...] | None:
+    """``Name(...)`` of a capitalised imported name (a class, by convention)."""
+    if not isinstance(expr, cst.Call):
+        return None
+    parts = dotted_parts(expr.func)
+    return parts if parts is not None and parts[-1][:1].isupper() and _imported_name(ns, parts) else None
+
+
+def _imported_name(ns: Namespace, parts: tuple[str, ...]) -> bool:
+    """``parts`` names something imported (not a class of this file, not a builtin), and not
+    a framework's root module (``nn.Module`` is :func:`_annotated_base`'s)."""
+    qualified = qualify(ns, parts)
+    if qualified is None:
+        return False
+    base = framework_base(qualified)
+    return base is None or not base.is_root
+
+
 def _annotated_base(function: cst.FunctionDef, ns: Namespace) -> CandidateKind | None:
     """``-> nn.Module`` (a framework's root module class): its kind."""
     if function.returns is None:
@@ -135,13 +188,26 @@ def _from_class(function: cst.FunctionDef, built: Candidate, analysis: ModuleAna
     name = identifier(function.name.value)
     name_range, whole = locate(name)
     fields = _fields(function, analysis, configs)
+    own = {f.name for f in fields}
+    inputs = tuple(_token_bound_within(i, own) for i in built.call_inputs)
     return replace(
-        built, name=name, qualname=name, name_range=name_range, range=whole,
+        built, name=name, qualname=name, name_range=name_range, range=whole, call_inputs=inputs,
         reason=f"a function that returns {built.qualname} ({built.reason})",
         setup_fields=fields,
         setup_fields_complete=not any(f.kind == "var_keyword" for f in fields),
         model_factory=True,
     )
+
+
+def _token_bound_within(given: CallInput, fields: set[str]) -> CallInput:
+    """A token input whose bound is read from the class's setup (``config.vocab_size``):
+    the factory's setup is its own parameters, so the bound stays only when one of them is
+    that field; otherwise the factory's body sets it (``MixtralConfig(vocab_size=100)``),
+    where the class's default (32,000) would draw ids the model cannot embed."""
+    token = given.token
+    if token is None or token.high_from is None or token.high_from.partition(".")[0] in fields:
+        return given
+    return replace(given, token=replace(token, high_from=None, high=None))
 
 
 def _from_base(function: cst.FunctionDef, kind: CandidateKind, analysis: ModuleAnalysis, configs: ConfigReader,

@@ -13,6 +13,11 @@ from .frameworks import framework_namespaces
 
 # A class with a base it could inherit from another workspace file.
 _CLASS_WITH_BASE = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([ \t\\\r\n]*[\w.]", re.MULTILINE)
+# A top-level function annotated to return a class (``-> MixtralForCausalLM:``), or
+# returning a call of one (``return GPT2LMHeadModel(config)``): a factory of an imported
+# model class (discovery.factories).
+_CLASS_FACTORY = re.compile(r"\)[ \t]*->[ \t]*[\w.]*\b[A-Z]\w*[ \t]*:|^[ \t]+(?:return|\w+[ \t]*=)[ \t]+"
+                            r"[\w.]*\b[A-Z]\w*\(", re.MULTILINE)
 
 
 def may_contain_candidates(text: str, *, workspace: bool) -> bool:
@@ -20,11 +25,13 @@ def may_contain_candidates(text: str, *, workspace: bool) -> bool:
 
     Every candidate spells its framework somewhere (JAX, or the package of a framework's
     base classes: ``torch``, ``flax``), except a class deriving from a workspace base, which
-    needs an import and a base.
+    needs an import and a base, or a factory of an imported class, which needs an import and
+    the class in its return annotation or in the call it returns.
     """
     if "jax" in text or any(ns.root.split(".", 1)[0] in text for ns in framework_namespaces()):
         return True
-    return workspace and "import" in text and _CLASS_WITH_BASE.search(text) is not None
+    return workspace and "import" in text and (_CLASS_WITH_BASE.search(text) is not None
+                                               or _CLASS_FACTORY.search(text) is not None)
 
 
 def may_provide_bases(text: str) -> bool:

@@ -693,3 +693,110 @@ def test_dunder_all_forms(source, exports):
 
     ns = analyse("m.py", source, "m").namespace
     assert ns is not None and ns.exports == exports
+
+
+# --- factories of imported model classes ---------------------------------------------
+
+FACTORIES = """\
+import torch
+from pathlib import Path
+from transformers import BertConfig, BertModel, GPT2LMHeadModel, AutoModel
+from helpers import Lm, Net
+
+
+def tiny_bert() -> BertModel:
+    return BertModel(BertConfig(vocab_size=100, num_hidden_layers=2))
+
+
+def gpt(config):
+    model = GPT2LMHeadModel(config)
+    return model
+
+
+def gpt_direct(config):
+    return GPT2LMHeadModel(config)
+
+
+def ours(width: int = 8) -> Net:
+    return Net(width)
+
+
+def auto(name: str):
+    return AutoModel(name)
+
+
+def lm(vocab: int) -> Lm:
+    return Lm(vocab)
+
+
+def lm_small():
+    return Lm(10)
+
+
+def noise() -> torch.Tensor:
+    return torch.zeros(3)
+
+
+def where() -> Path:
+    return Path(".")
+"""
+
+HELPERS = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, width: int):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor):
+        return self.fc(x)
+
+
+class Lm(nn.Module):
+    def __init__(self, vocab: int = 50):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 8)
+
+    def forward(self, idx):
+        return self.embed(idx)
+"""
+
+
+def test_a_function_that_builds_an_imported_model_class_is_a_factory(workspace):
+    """``def mixtral() -> MixtralForCausalLM: return MixtralForCausalLM(MixtralConfig(...))``:
+    the class comes from a library (or another workspace file), read as bases are; the
+    model's inputs are the class's. A returned call counts for a capitalised imported name
+    (``return GPT2LMHeadModel(config)``), the bound of its token ids only where the
+    factory's own parameters hold the config."""
+    (workspace / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    found = by_name(discover(workspace, FACTORIES))
+    assert sorted(found) == ["gpt", "gpt_direct", "lm", "lm_small", "ours", "tiny_bert"], sorted(found)
+    bert = found["tiny_bert"]
+    assert (bert.kind, bert.model_factory, bert.call_defined_in) == ("torch_module", True, "BertModel")
+    assert bert.reason.startswith("a function that returns BertModel in transformers.models.bert.modeling_bert (a "
+                                  "subclass of torch.nn.Module through BertPreTrainedModel"), bert.reason
+    assert bert.setup_fields == () and bert.name_range.start.line == 6
+    assert "input_ids" in [i.name for i in bert.call_inputs]
+    # The class's default vocabulary (30,522) is not the factory's: its body sets its own.
+    assert all(i.token is None or (i.token.high, i.token.high_from) == (None, None) for i in bert.call_inputs)
+    for name in ("gpt", "gpt_direct"):  # returned directly or through a local
+        gpt = found[name]
+        assert [f.name for f in gpt.setup_fields] == ["config"] and gpt.call_defined_in == "GPT2LMHeadModel"
+    # The bound of token ids stays where the factory's own parameter is the field it reads.
+    (kept,) = found["lm"].call_inputs
+    assert kept.token is not None and (kept.token.high_from, kept.token.high) == ("vocab", 50)
+    (dropped,) = found["lm_small"].call_inputs
+    assert dropped.token is not None and (dropped.token.high_from, dropped.token.high) == (None, None)
+    ours = found["ours"]
+    assert (ours.kind, ours.call_defined_in, [i.name for i in ours.call_inputs]) == ("torch_module", "Net", ["x"])
+    assert "returns Net in " in ours.reason and "helpers.py" in ours.reason
+
+
+def test_imported_factories_need_the_library():
+    """Without an environment, an imported class cannot be told from a function: no factory."""
+    from discovery_helpers import discover_snippet
+
+    assert [c.qualname for c in discover_snippet(FACTORIES).candidates] == []

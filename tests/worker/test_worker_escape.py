@@ -434,6 +434,10 @@ def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, pool, tmp_pa
     assert threading.active_count() > 400
     for _ in range(2):
         c, _, session = capture(ws, pool, model, tmp_path, timeout=timeout)
+        if session is None and model.endswith("_hang"):
+            # The worker's imports outlasted the short deadline (a loaded machine): again,
+            # with room to reach the hopper.
+            c, _, session = capture(ws, pool, model, tmp_path, timeout=timeout * 4)
         assert session is not None, c.failure
         if model.endswith("_ok"):
             assert c.failure is None, c.failure

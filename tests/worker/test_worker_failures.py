@@ -118,16 +118,35 @@ def test_real_memory_exhaustion_under_an_address_space_limit(workspace, tmp_path
         assert frames(c)[-1][:1] == ("crashy.py",)
 
 
+# Deadlines for the tests that need the worker stuck in user code when it runs out: the
+# first is enough on an idle machine; where the worker's imports outlast it (at a load
+# average of 15, they took over 4 s) the test runs again with the next, rather than
+# failing on what it does not test.
+DEADLINES = (4, 12, 30)
+
+
+def until_user_code(run, reached):
+    """``run(deadline)`` for each of :data:`DEADLINES` until ``reached(capture)`` says the
+    worker got to user code in time; the last capture and its deadline."""
+    for deadline in DEADLINES:
+        c = run(deadline)
+        if reached(c):
+            break
+    return c, deadline
+
+
 @pytest.mark.slow  # measured over 3 s in the fast tier
 def test_deadline_kills_the_worker_and_says_how_long(workspace, tmp_path):
     pid_file = tmp_path / "worker.pid"
-    # 4 s: enough for the worker to reach user code on a loaded machine (the dump below
-    # needs it there); the test still ends within seconds of the deadline.
-    c = capture(workspace, "crashy:hang", timeout=4, env={"TV_WORKER_PID": str(pid_file)})
+    # The dump below needs the worker in user code a second before the deadline, when it
+    # is taken.
+    c, deadline = until_user_code(
+        lambda s: capture(workspace, "crashy:hang", timeout=s, env={"TV_WORKER_PID": str(pid_file)}),
+        lambda c: c.failure is not None and bool(c.failure.frames))
     f = c.failure
     assert (f.stage, f.type) == ("deadline", "DeadlineExceeded")
-    assert "4 s deadline" in f.message and "killed after" in f.message
-    assert f.details["limit"] == "max_seconds" and f.details["elapsed_s"] >= 4
+    assert f"{deadline} s deadline" in f.message and "killed after" in f.message
+    assert f.details["limit"] == "max_seconds" and f.details["elapsed_s"] >= deadline
     # The dump taken just before the deadline shows where user code was stuck.
     assert frames(c)[-1][::2] == ("crashy.py", "hang")
     assert exited(int(pid_file.read_text()), timeout=0), "the worker is gone when the capture returns"
@@ -135,7 +154,9 @@ def test_deadline_kills_the_worker_and_says_how_long(workspace, tmp_path):
 
 def test_deadline_kills_the_whole_process_group(workspace, tmp_path):
     pid_file = tmp_path / "child.pid"
-    c = capture(workspace, "crashy:hang_with_child", timeout=2, env={"TV_CHILD_PID": str(pid_file)})
+    c, _ = until_user_code(
+        lambda s: capture(workspace, "crashy:hang_with_child", timeout=s, env={"TV_CHILD_PID": str(pid_file)}),
+        lambda _: pid_file.exists())
     assert c.failure.stage == "deadline"
     child = int(pid_file.read_text())
     # A killed child of the (dead) worker is reparented and reaped by init; 10 s only
