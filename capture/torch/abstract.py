@@ -56,7 +56,7 @@ import re
 import sys
 import traceback
 import types
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import FrameType
 from typing import Any, Callable, Iterator
 
@@ -411,7 +411,11 @@ class _WatchedShapeEnv(ShapeEnv):
 
     def suppress_guards(self) -> Any:
         """PyTorch's context manager, as a class (entered around every output the fake mode
-        makes: a generator-based one costs more to make and enter)."""
+        makes: a generator-based one costs more to make and enter); nothing to enter while
+        the run has made no symbol (no size or value depends on one, so nothing can
+        guard)."""
+        if not self.var_to_range:
+            return _NO_GUARDS
         return _SuppressGuards(self)
 
     def _make_data_dependent_error(self, expr: Any, unhinted_expr: Any, **kwargs: Any) -> Any:
@@ -419,6 +423,9 @@ class _WatchedShapeEnv(ShapeEnv):
         if self.first_guard is None:
             self.first_guard = (err, traceback.extract_stack(sys._getframe(1)))
         return err
+
+
+_NO_GUARDS = nullcontext()
 
 
 class _SuppressGuards:
@@ -648,6 +655,17 @@ class _ForwardLoops(HitLoops):
         super().__init__(shape_env)
         self.fake_mode = fake_mode
 
+    def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """The hit loops' bookkeeping for the ops it watches and ``_grouped_mm``'s rule;
+        any other op straight to the fake mode (:meth:`fake_dispatch`)."""
+        watched = _WATCHED.get(func)
+        if watched is None:
+            watched = _WATCHED[func] = func is _GROUPED_MM or getattr(func, "overloadpacket", None) in (
+                torch.ops.aten.nonzero, torch.ops.aten.topk)
+        if watched:
+            return HitLoops.dispatch(self, func, args, kwargs)
+        return self.fake_dispatch(func, args, kwargs)
+
     def run(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if func is _GROUPED_MM and len(args) >= 2:
             a, b = args[0], args[1]
@@ -705,6 +723,7 @@ def _returns_kind(func: Any) -> type:
 
 
 _RETURNS: dict[Any, type] = {}
+_WATCHED: dict[Any, bool] = {}
 
 
 _FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
