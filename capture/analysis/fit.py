@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from capture import units
-from capture.graph.per_device import aliased, body_parameters, fused, transients
+from capture.graph.model import tree_leaves
+from capture.graph.per_device import aliased, aligned, body_parameters, buffer_alignment, fused, transients
 
 from .types import CostTotals, Fit, MemoryPlan, PerDevice
 
@@ -49,7 +50,8 @@ OPTIMIZERS: dict[str, tuple[float, str]] = {
 }
 NOTE = ("memory: parameters + inputs + the peak of live activations in traced order, with what outlives the "
         "step kept (outputs, gradients, optimizer state, results nothing reads afterwards); unfused, no allocator "
-        "rounding or fragmentation, per device for a single-device capture")
+        "rounding or fragmentation, per device for a single-device capture; a split program's per-device peak "
+        "counts each temporary in whole slots of the compiled platform's buffer alignment (CPU: 64 bytes)")
 
 
 def memory_plan(totals: CostTotals, inputs: int, optimizer: str | None = None) -> MemoryPlan | None:
@@ -130,7 +132,10 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     """The plan's figures for one device of a mesh, where values are split across one:
     every tensor at the shape each device holds (``sharding.per_device_shape``; a value not
     split is held whole by every device), through the same lifetimes as the whole
-    program's. None when nothing is split."""
+    program's; a temporary of a program compiled for a platform whose buffer alignment is
+    known (``capture.graph.per_device.BUFFER_ALIGNMENT``) in whole aligned slots, less the
+    least padding of any (the allocation ends at its top buffer, unpadded). None when nothing
+    is split."""
     cap = analysis.capture
     if not any(v.sharding for v in cap.values):
         return None
@@ -148,6 +153,20 @@ def per_device(analysis: Analysis) -> PerDevice | None:
         shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
         return _bytes(shape, val.dtype)
 
+    # a temporary of the compiled program reserves whole aligned slots (arguments and outputs
+    # are their own allocations, exact): capture.graph.per_device.BUFFER_ALIGNMENT
+    alignment = buffer_alignment(cap)
+    outputs = set(tree_leaves(cap.outputs))
+
+    paddings: list[float] = []
+
+    def temporary(v: int) -> float:
+        b = held(v)
+        if v in outputs or b <= 0:
+            return b
+        paddings.append(aligned(b, alignment) - b)
+        return aligned(b, alignment)
+
     # a buffer XLA's loop fusion never writes: every value that would live in it is fused away
     in_registers = fused(cap)
     chain: dict[int, list[int]] = {}
@@ -160,21 +179,37 @@ def per_device(analysis: Analysis) -> PerDevice | None:
         if v is None:
             continue
         members = [costs.first_value.get(k) for k in chain.get(key, [])] + [v]
-        b = 0.0 if all(m in in_registers for m in members) else held(v)
+        b = 0.0 if all(m in in_registers for m in members) else temporary(v)
         made += b
         delta[start] += b
         delta[min(end, n) + 1] -= b
     # what one device holds only while a node runs: a shard_map or scan body's own values, the
     # weights the compiler gathers for it (capture.graph.per_device)
-    for i, b in transients(cap, lambda v: int(held(v))).items():
+    for i, b in transients(cap, lambda v: int(temporary(v))).items():
         delta[i] += b
         delta[i + 1] -= b
     live = peak = 0.0
     for i in range(n):
         live += delta[i]
         peak = max(peak, live)
+    # the temporaries' allocation ends where its top buffer ends, unpadded: which buffer that is,
+    # TensorViz does not know, so the least padding any of them has is taken off
+    peak -= min(paddings, default=0.0) if peak > 0 else 0.0
+    params, inputs = _arguments(analysis, held)
+    meshes = cap.meshes or []
+    devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
+    out: PerDevice = {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
+                      "peak": int(params + inputs + peak)}
+    if alignment > 1:
+        out["alignment"] = alignment
+    return out
+
+
+def _arguments(analysis: Analysis, held: Callable[[int], float]) -> tuple[float, float]:
+    """The bytes one device holds of the program's parameters and of its inputs (arguments:
+    allocations of their own, exact)."""
     params = inputs = 0.0
-    inner = body_parameters(cap)  # a body's parameter is a slice or view of an outer value: held there
+    inner = body_parameters(analysis.capture)  # a body's parameter is a slice or view of an outer value: held there
     for v, (_, role) in analysis.names.names.items():
         if analysis.index.producer[v] >= 0 or v in inner:
             continue
@@ -182,10 +217,7 @@ def per_device(analysis: Analysis) -> PerDevice | None:
             params += held(v)
         elif role == "input":
             inputs += held(v)
-    meshes = cap.meshes or []
-    devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
-    return {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
-            "peak": int(params + inputs + peak)}
+    return params, inputs
 
 
 def add_chosen(split: PerDevice, plan: MemoryPlan, optimizer: str | None) -> None:

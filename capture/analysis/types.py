@@ -58,6 +58,8 @@ class PerDevice(TypedDict):
     inputs: int
     activations: int
     peak: int
+    #: bytes each temporary of the compiled program is aligned to, where the platform's is known
+    alignment: NotRequired[int]
     optimizer_state: NotRequired[int]
     gradients: NotRequired[int]
     saved_for_backward: NotRequired[int]

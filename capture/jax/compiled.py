@@ -96,6 +96,7 @@ class _Compile:
         from jax.extend.core import jaxpr_as_fun
 
         self.box: dict[str, Any] = {}
+        self.platform = device_platform(jax, mesh)
 
         options = compiler_options(jax, mesh)
         delay = _test_delay()
@@ -153,15 +154,19 @@ def _test_delay() -> float:
 CPU_READ_ONLY_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
+def device_platform(jax: Any, mesh: Any) -> str | None:
+    """The platform (``cpu``, ``gpu``, ``tpu``) of the devices the program is compiled for."""
+    try:
+        devices = mesh.devices.flat if mesh is not None else jax.devices()
+        return str(next(iter(devices)).platform)
+    except Exception:
+        return None
+
+
 def compiler_options(jax: Any, mesh: Any) -> dict[str, Any] | None:
     """The compile's options: :data:`CPU_READ_ONLY_OPTIONS` when it is for CPU devices (the
     simulated ones), else XLA's defaults."""
-    try:
-        devices = mesh.devices.flat if mesh is not None else jax.devices()
-        platform = next(iter(devices)).platform
-    except Exception:
-        return None
-    return dict(CPU_READ_ONLY_OPTIONS) if platform == "cpu" else None
+    return dict(CPU_READ_ONLY_OPTIONS) if device_platform(jax, mesh) == "cpu" else None
 
 
 def compile_program(jax: Any, closed: Any, args: list, mesh: Any, seconds: float) -> dict[str, Any]:
@@ -834,6 +839,8 @@ class Compilation:
         self.instructions = read.pop("instructions", None)
         record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups, sources)
         record["read_seconds"] = round(time.perf_counter() - start, 3)
+        if self.job.platform:  # the backend whose buffer assignment memory_analysis() reports
+            record["platform"] = self.job.platform
         if got.get("lower_seconds") is not None:
             record["lower_seconds"] = got["lower_seconds"]
         if self.kept:

@@ -51,7 +51,8 @@ _REDUCING = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", 
                        "reduce_precision"})
 # The program's reducing collectives: one combine per element of a device's block.
 _REDUCING_COLLECTIVES = frozenset({"psum", "psum_invariant", "pmax", "pmin"})
-NOTE = "each node at the shapes one device computes, with the splits XLA propagated"
+NOTE = ("each node at the shapes one device computes, with the splits XLA propagated; scalar index arithmetic as "
+        "traced (XLA counts it after its rewrites: constants folded, an integer % by a power of two as six ops)")
 NOTE_UNCOMPILED = ("TensorViz's unfused estimate: each node at the splits the program states (not compiled: a value "
                    "the compiler would split counts whole)")
 

@@ -12,13 +12,15 @@ class _Flow:
     """What a page's items exchange, gathered from :class:`_Deps`: ``edges`` (endpoint
     pair -> values; an endpoint is an item's index or ``("in"|"out", value)``),
     ``in_vals`` (a value entering -> its producer, -1 for none), ``out_vals`` (the values
-    leaving) and ``item_outs`` (a chunk item -> what it hands on)."""
+    leaving), ``item_outs`` (a chunk item -> what it hands on) and ``hidden_weights``
+    (the weights entering, when the page draws none: only counted)."""
 
-    __slots__ = ("span", "near", "edges", "in_vals", "out_vals", "item_outs")
+    __slots__ = ("span", "near", "edges", "in_vals", "out_vals", "item_outs", "hidden_weights")
 
     def __init__(self, span: int, near: dict[int, int]) -> None:
         self.span, self.near = span, near
         self.edges: dict[tuple[Any, Any], list[int]] = {}
+        self.hidden_weights: dict[int, None] = {}
         self.in_vals: dict[int, int] = {}
         self.out_vals: dict[int, None] = {}
         self.item_outs: dict[int, dict[int, None]] = {}

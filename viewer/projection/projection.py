@@ -126,15 +126,16 @@ class Projection:
     def first_pages(self) -> list[tuple[int, int | None]]:
         """Make (and cache) the pages the browser's first view asks for, in its order
         (viewer/static/model/first-view.js): the root's, each trunk group's, and the
-        first chunk of the innermost one when it is chunked (the first view opens it
-        whatever its size). Returns them as ``(group, chunk)``."""
+        first chunk of the innermost one when it is chunked and a flat run of ops (the
+        first view opens it whatever its size; a chunk holding calls, or chunks folded
+        into a stack of alike blocks, stay closed). Returns them as ``(group, chunk)``."""
         made: list[tuple[int, int | None]] = [(ROOT, None)]
         page = self.pages.children(ROOT, None, False)
         for g in self.trunk():
             page = self.pages.children(g, None, False)
             made.append((g, None))
         first = next((it for it in page["items"] if it["type"] == "chunk"), None)
-        if first is not None:
+        if first is not None and not first.get("groups") and "stack" not in first:
             g, chunk = (int(x) for x in first["id"].split(":"))
             self.pages.children(g, chunk, False)
             made.append((g, chunk))

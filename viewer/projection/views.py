@@ -175,7 +175,7 @@ class Pages:
         # items: the children themselves, or leaf chunks, or upper chunks
         span = 1 if size <= CHUNK else CHUNK if size <= UPPER_CHUNK else UPPER_CHUNK
         whole = lo == 0 and hi == n
-        flow = self._flow(g, lo, hi, span, kernels)
+        flow = self._flow(g, lo, hi, span, kernels, weights)
         elided: list[int] = []
         idle: list[int] = []
         if span == 1:
@@ -188,7 +188,7 @@ class Pages:
         # card's weight lines (a group or chunk card lists none: its pills are inside it)
         ops = frozenset(it["key"] for it in items if it["card"] in ("op", "function")) if weights else frozenset()
         edge_list, pills = self._edge_list(flow.edges, span, keys_of, ops)
-        inputs, hidden = self._inputs(flow.in_vals, pills)
+        inputs, hidden = self._inputs(flow.in_vals, pills, flow.hidden_weights)
         outs = [self._boundary(v, {"capture_output": v in ix.output_set}) for v in flow.out_vals]
         view: PageView = {
             "group": g,
@@ -204,7 +204,7 @@ class Pages:
             "kernels": kernels,
             "elided": self._elided(refs, elided, flow.near, lo, keys_of),
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
-            "stacks": self._stacks(items, edge_list, g) if span == 1 else [],
+            "stacks": self._stacks(items, edge_list, g) if span == 1 else self._chunk_stack(g, refs, lo, hi, items),
         }
         if weights:
             view["weights_asked"] = True
@@ -212,14 +212,17 @@ class Pages:
             view["weights_hidden"] = hidden  # weight inputs left out (no pills asked, or none at an op)
         return view
 
-    def _flow(self, g: int, lo: int, hi: int, span: int, kernels: bool) -> "_Flow":
+    def _flow(self, g: int, lo: int, hi: int, span: int, kernels: bool, weights: bool = False) -> "_Flow":
         """The values entering, crossing and leaving the children ``lo:hi`` of ``g``
-        drawn as items of ``span`` children each."""
+        drawn as items of ``span`` children each; without ``weights`` (pills), a weight
+        entering is only counted (``hidden_weights``): a deep model's first page has 57k."""
         ix = self.index
         deps = self._deps(g, kernels)
         flow = _Flow(span, deps.near)
         producer, source = ix.producer, self.present.source
         src, dst, val = deps.src, deps.dst, deps.val
+        skip = None if weights else self.names.is_weight
+        hidden_weights = flow.hidden_weights
 
         def outside(v: int) -> None:
             # a value entering the view, named by what made it (past elided copies)
@@ -232,6 +235,8 @@ class Pages:
             ti = (dst[k] - lo) // span
             if lo <= s < hi:
                 flow.between((s - lo) // span, ti, v)
+            elif skip is not None and skip(v):
+                hidden_weights[v] = None
             else:
                 outside(v)
                 flow.add(("in", v), ti, v)
@@ -314,17 +319,20 @@ class Pages:
                 edge_list.append(edge)
         return edge_list, pills
 
-    def _inputs(self, in_vals: dict[int, int], pills: set[int]) -> tuple[list[Boundary], int]:
+    def _inputs(self, in_vals: dict[int, int], pills: set[int],
+                hidden_weights: dict[int, None] | None = None) -> tuple[list[Boundary], int]:
         """The page's input pills: the values entering it, a weight only among ``pills``
         (flagged ``weight``); and how many weights were left out (all of them unless
-        pills are asked for: 57k of a deep model's first page)."""
+        pills are asked for: 57k of a deep model's first page), ``hidden_weights`` those
+        the flow only counted."""
         is_weight = self.names.is_weight
         inputs: list[Boundary] = []
-        hidden = 0
+        hidden = len(hidden_weights or ())
         for v, p in in_vals.items():
             weight = is_weight(v)
             if weight and v not in pills:
-                hidden += 1
+                if not hidden_weights or v not in hidden_weights:
+                    hidden += 1
                 continue
             b = self._boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
             if weight:
@@ -735,6 +743,41 @@ class Pages:
 
     # ------------------------------------------------------------------ chunks
 
+    def _chunk_stack(self, g: int, refs: list[int], lo: int, hi: int, chunks: list[Item]) -> list[Stack]:
+        """A chunked page whose children are all one block (a ``ModuleList`` of 14,285
+        identical layers: 36 chunk cards): its chunks fold into one stack card, worded
+        by one representative block (``block``: its item) and the count of blocks, so
+        that the page reads as ``blocks.0–14284 ×14,285`` rather than as chunks."""
+        if len(chunks) < 2 or any(r >= 0 for r in refs[lo:hi]):
+            return []
+        first, last = ~refs[lo], ~refs[hi - 1]
+        structure = self.structure()
+        count = hi - lo
+        sig, signature = structure.signature[first], structure.signature
+        if structure.routing[first] or any(signature[~r] != sig for r in refs[lo:hi]):
+            return []  # not every child alike (or alike but for what routing chose)
+        block = self.item(refs[lo], False)
+        if block["card"] != "group":
+            return []  # op cards side by side are ops, not a stack of blocks
+        members = [[it["key"]] for it in chunks]
+        key = "s" + members[0][0]
+        groups = self.capture.groups
+        stack: Stack = {
+            "key": key, "start": 0, "period": 1, "count": count, "members": members,
+            "label": run_label(groups[first].name, groups[last].name, count),
+            "pattern": [block.get("class") or block["label"]], "inner": [], "block": block, "chunks": len(chunks),
+        }
+        cost = self._group_cost(g) if lo == 0 and hi == len(refs) and "cost" in block else None
+        if cost is not None:
+            per = block["cost"]
+            params = (block.get("params") or {}).get("count", 0)  # alike blocks: alike weights
+            stack["cost"] = {"flops": cost["flops"] or 0, "bytes": cost["bytes"], "params": params * count,
+                             "per_block": {"flops": per["flops"] or 0, "bytes": per["bytes"], "params": params},
+                             **({"estimate": True} if cost.get("estimate") else {})}
+        for r, it in enumerate(chunks):
+            it["stack"] = {"key": key, "repetition": r, "offset": 0}
+        return [stack]
+
     def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict[int, None]) -> Item:
         ix = self.index
         a, b = lo + k * span, min(hi, lo + (k + 1) * span)
@@ -755,6 +798,9 @@ class Pages:
             "first": first if first < ix.n_nodes else None, "last": last if last >= 0 else None,
             "outputs": [self.values.brief(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
             "card": "chunk",
+            # the calls of modules and functions among its children (0: a flat run of ops, which
+            # the first view opens; a chunk of calls stays closed, model/first-view.js)
+            "groups": sum(r < 0 for r in refs[a:b]),
         }
 
     def _range_counts(self, refs: list[int], a: int, b: int) -> tuple[int, int]:

@@ -42,6 +42,7 @@
  * @property {number} [first]  a chunk or group: its smallest node id
  * @property {number} [last]  its largest
  * @property {number[]} [range]  a chunk: the positions it holds among its group's children, [a, b)
+ * @property {number} [groups]  a chunk: how many of its children are calls (0: a flat run of ops)
  * @property {string} [structure]  a group: the signature identical groups share
  */
 

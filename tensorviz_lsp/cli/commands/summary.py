@@ -234,6 +234,8 @@ def _plan_beside_xla(doc: dict) -> None:
         pd["plan_peak"] = plan
         pd["plan_ratio"] = round(plan / pd["xla_peak"], 4)
         split = doc["memory"]["per_device"]
+        if split.get("alignment"):
+            pd["plan_alignment"] = split["alignment"]
         mem = (doc.get("compiled") or {}).get("memory") or {}
         if all(isinstance(mem.get(k), int) for k in ("temporaries", "outputs")):
             # what is live at the peak beyond parameters and inputs, beside XLA's buffers of the same
@@ -327,7 +329,9 @@ def _compiled_text(doc: dict) -> str:
                      + f") vs {flops_text(int(pd['xla_flops']))} (XLA's flops + transcendentals): "
                        f"×{pd['flops_ratio']:.3f}")
     if "plan_ratio" in pd:
-        lines.append(f"Per device peak:  {bytes_text(pd['plan_peak'])} (TensorViz's memory plan) vs "
+        slots = f", temporaries in {pd['plan_alignment']}-byte slots as XLA aligns them" \
+            if pd.get("plan_alignment") else ""
+        lines.append(f"Per device peak:  {bytes_text(pd['plan_peak'])} (TensorViz's memory plan{slots}) vs "
                      f"{bytes_text(pd['xla_peak'])} (XLA's memory_analysis): ×{pd['plan_ratio']:.3f}")
     if "memory_ratio" in pd:
         lines.append(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs "

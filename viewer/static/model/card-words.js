@@ -126,6 +126,11 @@ export function cardLines(item) {
   const count = (/** @type {number} */ n, /** @type {string} */ word) => `${grouped(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
   if (item.type === "chunk") {
     if (item.sublabel) lines.push(String(item.sublabel));
+    // The calls it holds (the server's `groups`): a chunk of generate's bookkeeping says
+    // where the model's calls are.
+    const calls = Number(item.groups) || 0;
+    const own = (Number(item.child_count) || 0) - calls;
+    if (calls) lines.push(own > 0 ? `${count(calls, "call")} + ${count(own, "op")}` : count(calls, "call"));
   } else if (item.type === "group") {
     // An unexecuted body says so first: a template, how often it would run, which case.
     const body = item.body;
@@ -360,9 +365,13 @@ export function frameEntry(item) {
  */
 // eslint-disable-next-line complexity -- a stack card's wording, each part only when present
 export function stackEntry(stack, reps) {
-  const first = reps[0] || [];
+  // Chunks of alike blocks (a ModuleList of 14,285 layers) fold with one block as their
+  // words (`block`): the stack then counts blocks, not chunks.
+  const block = stack.block || null;
+  const first = block ? [block] : reps[0] || [];
   const frames = first.filter((it) => cardOf(it) === "group");
   const head = frames.length === 1 && first.length === 1 ? first[0] : null;
+  const count = block ? Number(stack.count) : reps.length;
   /** @type {string[]} */
   const lines = [];
   if (head) {
@@ -387,7 +396,7 @@ export function stackEntry(stack, reps) {
   // A Python loop's steps: what it carries and what each step slices, in the server's words.
   const loop = stack.loop && Array.isArray(stack.loop.lines) ? stack.loop : null;
   if (loop) lines.splice(0, lines.length, ...loop.lines.map(String));
-  lines.push(`${reps.length}${loop ? " steps" : ""} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  lines.push(`${grouped(count)}${loop ? " steps" : ""} × ${grouped(per)} ops = ${grouped(total)} ops`);
   if (typeof stack.routing === "string") lines.push(stack.routing); // layers alike but for what routing chose
   // Its cost: one block's and the run's sum (server's `cost`, per_block its first repetition).
   const cost = stack.cost || null;
@@ -395,13 +404,13 @@ export function stackEntry(stack, reps) {
     /** @type {{flops?: number | null}} */
     const one = cost.per_block || {};
     const est = cost.estimate ? "~" : "";
-    lines.push(`${reps.length} × ${est}${formatFlops(one.flops || 0)} = ${est}${formatFlops(cost.flops || 0)}`);
+    lines.push(`${grouped(count)} × ${est}${formatFlops(one.flops || 0)} = ${est}${formatFlops(cost.flops || 0)}`);
     // a split program's FLOPs scope (global, per device, per rank) on the shorter line: the sum above fills the card
     lines.push(`${formatBytes(cost.bytes || 0)} moved` + (cost.uncounted ? ` · +${grouped(cost.uncounted)} uncounted` : "") +
       (cost.scope ? ` · FLOPs ${cost.scope}` : ""));
   }
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
-  const tag = `×${stack.count || reps.length}${loop ? " steps" : ""}`;
+  const tag = `×${grouped(Number(stack.count) || reps.length)}${loop ? " steps" : ""}`;
   return { kind: "stack", title: String(title), lines, tag, members: stack.members.flat(), period: stack.period || 1, cost };
 }
 

@@ -17,8 +17,9 @@ import { ROOT, itemKey, opensWithAll, outputPills } from "./items.js";
 // one and nothing else: the decoder stack is open, small heads and stems stay
 // collapsed. Without one, breadth first, open a group only while the number of drawn
 // items stays within `budget` (a readable first screen, and a first paint that stays
-// cheap at any size). A program split into chunks opens its first chunk whatever its
-// size, so a flat program opens on its first ops, not on three chunk cards.
+// cheap at any size). A flat program split into chunks opens its first chunk whatever
+// its size, so that it opens on its first ops, not on three chunk cards; chunks of
+// calls, or of alike blocks (folded into one stack by the server), stay closed.
 /**
  * @param {GraphState} model
  * @param {number} [budget]  items drawn, at most, below the trunk
@@ -50,8 +51,9 @@ export async function autoExpand(model, budget = 48, trunk = null) {
     const { key, item, first, only } = /** @type {Candidate} */ (queue.shift());
     const estimate = Number(item.child_count) || 0;
     // A lone wrapper (a module around the model, a jit around everything) always opens,
-    // and so does the first chunk of the first chunked container.
-    const force = only || (item.type === "chunk" && first && !chunkOpened);
+    // and so does the first chunk of the first chunked container when it is a flat run
+    // of ops; one holding calls (`generate`'s bookkeeping around the model's) stays a card.
+    const force = only || (item.type === "chunk" && first && !chunkOpened && !Number(item.groups));
     if (!force && (onBlocks || visible + estimate > budget)) continue;
     const data = await model.load(key);
     model.expanded.add(key);
@@ -108,5 +110,32 @@ export function candidates(model, data) {
     if (item.type === "chunk") first = false;
   }
   if (out.length === 1 && drawnCount(model, data) <= 3 && out[0].item.type === "group") out[0].only = true;
+  return out;
+}
+
+// The pages a person opens next from the first view, to ask for after the first paint
+// (GraphModel.prefetchNext): the first member of each folded stack and the first closed
+// chunk of each open container, not loaded yet, at most `max`, outermost first.
+/**
+ * @param {GraphState} model
+ * @param {number} [max]
+ * @returns {string[]}
+ */
+export function nextPages(model, max = 2) {
+  /** @type {string[]} */
+  const out = [];
+  const want = (/** @type {string} */ k) => {
+    if (out.length < max && !model.containers.has(k) && !out.includes(k)) out.push(k);
+  };
+  for (const key of [ROOT, ...model.expanded]) {
+    const data = model.containers.get(key);
+    if (!data) continue;
+    for (const st of model.foldedStacks(data).values()) {
+      const first = st.members.flat()[0];
+      if (first && (first.startsWith("c") || first.startsWith("g"))) want(first);
+    }
+    const chunk = data.items.find((it) => it.type === "chunk" && !model.expanded.has(itemKey(it)));
+    if (chunk) want(itemKey(chunk));
+  }
   return out;
 }

@@ -106,6 +106,8 @@
  * @property {{steps: number, lines: string[], sliced?: {id: number}[], read?: {id: number}[]}} [loop]  a Python loop's
  *   steps: their count, what its card says and the values every step takes a slice of or reads
  * @property {ItemCost | null} [cost]
+ * @property {ViewItem} [block]  chunks of alike blocks folded: one block, the card's words (`count` counts blocks)
+ * @property {number} [chunks]  and how many chunks the stack holds
  */
 
 /** @typedef {PageStack & StackFacts} ViewStack */

@@ -29,7 +29,7 @@ import { expansionPaths, restorePaths, reveal, revealPaths } from "./paths.js";
 import {
   EXPAND_FETCH_ITEMS, TrackedSet, collapseAll, expandAll, expandToDepth, toggle, unfold,
 } from "./expansion.js";
-import { autoExpand, closeLastOpened } from "./first-view.js";
+import { autoExpand, closeLastOpened, nextPages } from "./first-view.js";
 import { MORE_OUTPUTS, OUT_PILLS, ROOT, cardOf, isContainerKey, itemKey, loopReads, opens, opensWithAll, outputPills } from "./items.js";
 import { composeScene, got, laidOut, planLayouts } from "./scene.js";
 import { singleOf, pendingSig, linesOf, opEntry, captionOf, frameEntry, stackEntry, foldEntry, boundaryJob, moreOutputsJob, cardTag } from "./card-words.js";
@@ -730,6 +730,20 @@ export class GraphModel {
   // The first view closes again the group it opened last (to fit); false when it opened none.
   closeLastOpened() {
     return closeLastOpened(this);
+  }
+
+  // After the first paint: the pages a person opens next (first-view.js nextPages), asked
+  // one after another so that the server has them made when they are opened; the answers
+  // are dropped (opening loads as always; a failed prefetch costs nothing). Returns the keys.
+  /** @param {number} [max] */
+  async prefetchNext(max = 2) {
+    const keys = nextPages(this, max);
+    for (const k of keys) {
+      if (this.containers.has(k) || this.loading.has(k)) continue;
+      const [group, chunk] = containerParams(k);
+      await this.api.children(group, chunk, this._kernels, this._showWeights).catch(() => null);
+    }
+    return keys;
   }
 
   // Layouts → absolute scene (model/scene.js composeScene).
