@@ -537,6 +537,12 @@ class _FakeMode(_fake.FakeTensorMode):
 
     _small_constants = False
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Not wrapped in torch._disable_dynamo a second time: FakeTensorMode's own
+        # __torch_dispatch__, which this one calls, is (each wrapper costs every op).
+        return False
+
     @contextmanager
     def small_constants(self) -> Iterator[None]:
         self._small_constants = True
