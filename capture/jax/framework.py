@@ -60,6 +60,7 @@ from contextlib import nullcontext
 from typing import Any, Callable, cast
 
 from .convert import convert
+from .cost import load_rules
 from .structures import is_array_leaf, structure_of
 from ..graph.meta import CaptureMeta, JaxPlatforms
 from ..graph.model import Capture
@@ -669,6 +670,7 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None)
 def capture(ctx: CaptureContext) -> Capture:
     recipe = ctx.recipe
     jax = _import_jax(recipe.device)
+    load_rules()  # the cost rules the conversion counts with load with JAX, not while converting
     simulate_devices(jax, recipe)
     _check_recipe(ctx, jax)
     device = _device(jax, recipe.device)
