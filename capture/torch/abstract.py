@@ -536,6 +536,7 @@ class _FakeMode(_fake.FakeTensorMode):
     dispatch mode above it (each op of the build one Python dispatch less)."""
 
     _small_constants = False
+    _asking = False  # inside the fake mode proper, answering for an op of small real tensors
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -552,7 +553,9 @@ class _FakeMode(_fake.FakeTensorMode):
             self._small_constants = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not self._small_constants:
+        if not self._small_constants or self._asking:
+            # The ops the fake mode runs while it answers for one (nonzero's decomposition
+            # makes an empty_strided of a data-dependent size) are its own.
             return super().__torch_dispatch__(func, types, args, kwargs or {})
         kwargs = kwargs or {}
         inputs = _tensor_arguments(args, kwargs)
@@ -564,10 +567,13 @@ class _FakeMode(_fake.FakeTensorMode):
             # need to ask the fake mode.
             with _disable_current_modes():
                 return func(*args, **kwargs)
+        self._asking = True
         try:
             shaped = super().__torch_dispatch__(func, types, args, kwargs)  # the output's size, allocating nothing
         except NEEDS_DATA:
             shaped = None  # it reads values: of small real inputs, which exist
+        finally:
+            self._asking = False
         if shaped is not None:
             leaves = tree_leaves(shaped)
             if any(isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves) or any(

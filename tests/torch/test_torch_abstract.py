@@ -489,3 +489,30 @@ def masked():
                 if n.frame is None or cap.frames[n.frame].file not in diff["files"]]
 
     assert outside(abstract) == outside(eager) and len(outside(eager)) > 50
+
+
+PICKED = '''
+import torch
+from torch import nn
+
+
+class Picked(nn.Module):
+    """A constructor that finds a position in a small real tensor with ``nonzero`` (as
+    ``init_device_mesh`` finds its rank's coordinates): the fake mode's answer makes an
+    ``empty_strided`` of a data-dependent size, which is its own to run."""
+
+    def __init__(self):
+        super().__init__()
+        self.at = int((torch.arange(4) == 2).nonzero()[0, 0])
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * self.at
+'''
+
+
+def test_a_constructor_using_nonzero_on_a_small_tensor_builds(ws):
+    write(ws, {"picked.py": PICKED})
+    eager, abstract = both(ws, "picked:Picked", args=[tensor([2, 4])])
+    assert op_rows(abstract) == op_rows(eager)
+    assert "mul" in abstract.nodes[-1].op
