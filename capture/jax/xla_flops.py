@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: Instructions whose cost is that of the computations they call (costed one by one).
@@ -51,11 +51,10 @@ _SPECIAL = re.compile(r'[()\[\]{},"\\]')
 _CLOSE = {"(": ")", "{": "}", "[": "]"}
 
 
-def _balanced(s: str, i: int) -> int:
-    """The index after the bracket group opening at ``s[i]``."""
-    stack = [_CLOSE[s[i]]]
+def _unquoted(s: str, i: int) -> Iterator[re.Match[str]]:
+    """The brackets and commas of ``s`` from ``i`` on, outside quoted strings."""
     quoted = escaped = False
-    for m in _SPECIAL.finditer(s, i + 1):
+    for m in _SPECIAL.finditer(s, i):
         c = m.group(0)
         if escaped:
             escaped = False
@@ -63,7 +62,16 @@ def _balanced(s: str, i: int) -> int:
             escaped, quoted = c == "\\", c != '"'
         elif c == '"':
             quoted = True
-        elif c in _CLOSE:
+        else:
+            yield m
+
+
+def _balanced(s: str, i: int) -> int:
+    """The index after the bracket group opening at ``s[i]``."""
+    stack = [_CLOSE[s[i]]]
+    for m in _unquoted(s, i + 1):
+        c = m.group(0)
+        if c in _CLOSE:
             stack.append(_CLOSE[c])
         elif c == stack[-1]:
             stack.pop()
@@ -102,16 +110,9 @@ def _split_top(text: str) -> list[str]:
     if not any(c in text for c in '([{"'):
         return [t.strip() for t in text.split(",") if t.strip()]
     out, depth, start = [], 0, 0
-    quoted = escaped = False
-    for m in _SPECIAL.finditer(text):
+    for m in _unquoted(text, 0):
         c = m.group(0)
-        if escaped:
-            escaped = False
-        elif quoted:
-            escaped, quoted = c == "\\", c != '"'
-        elif c == '"':
-            quoted = True
-        elif c in "([{":
+        if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
