@@ -328,11 +328,12 @@ def report(results: dict) -> None:
     print(f"\nwithin target: FLOPs {flops_ok}/{n} (5 %), peak {peak_ok}/{n} (10 %)")
     print("FLOPs ours: the sum of TensorViz's per-node per-device figures with a loop's body counted once, as XLA's "
           "cost_analysis() counts a while loop (its trip count not applied); XLA: cost_analysis()'s flops + "
-          "transcendentals (TensorViz counts a sqrt, exp or tanh as one FLOP, XLA apart); '(loops run)': TensorViz's figure with "
-          "each scan's body times its length, what the devices compute. Scalar index arithmetic is counted as traced; "
-          "XLA counts it after its rewrites (constants folded, an integer % by a power of two as six ops), a third of "
-          "the FLOPs of the 8x8 overlapped matmuls. Peak ours: temporaries in whole slots of the compiled platform's "
-          "buffer alignment (CPU: 64 bytes), as memory_analysis() counts them")
+          "transcendentals; '(loops run)': TensorViz's figure with each scan's body times its length, what the "
+          "devices compute. A compiled capture's per-node figures are XLA's own per instruction (capture.jax.xla_flops: "
+          "each compiled instruction costed alone by the platform's cost analysis, on the node its op_name names), so "
+          "XLA's rewrites of scalar index arithmetic (a third of the 8x8 overlapped matmuls' FLOPs) count as XLA counts "
+          "them. Peak ours: temporaries in whole slots of the compiled platform's buffer alignment (CPU: 64 bytes), as "
+          "memory_analysis() counts them")
 
 
 def main() -> int:

@@ -246,8 +246,22 @@ def read_compiled(compiled: Any, per_device: bool = False) -> dict[str, Any]:
     if per_device:  # the shape each device computes per instruction (capture.jax.per_device)
         out["instructions"] = instructions(text, frames)
         took["instructions"] = time.perf_counter() - t - took["text"] - took["analyses"] - took["parse"]
+        out["xla_flops"] = _instruction_flops(compiled, text, frames)
+        took["xla_flops"] = time.perf_counter() - t - sum(took.values())
     out["read_parts"] = {k: round(v, 3) for k, v in took.items()}
     return out
+
+
+def _instruction_flops(compiled: Any, text: str, frames: dict[int, list[tuple[str, int]]]) -> dict[str, Any] | None:
+    """XLA's own FLOPs per instruction (:mod:`capture.jax.xla_flops`); None where the platform's
+    cost analysis cannot be reached."""
+    from .xla_flops import instruction_flops, platform_cost
+
+    try:
+        cost = platform_cost(compiled.runtime_executable().client)
+    except Exception:
+        return None
+    return instruction_flops(text, cost, frames, seconds=XLA_FLOPS_SECONDS)
 
 
 def _cost(compiled: Any) -> dict[str, float] | None:
@@ -372,6 +386,9 @@ def parse_collectives(text: str, frames: dict[int, list[tuple[str, int]]] | None
 
 #: The most instructions read for per-device shapes (capture.jax.per_device).
 MAX_INSTRUCTIONS = 400_000
+#: How long costing the compiled instructions one by one may take (capture.jax.xla_flops):
+#: past it the per-device FLOPs are TensorViz's own rule at the compiled shapes.
+XLA_FLOPS_SECONDS = 10.0
 _ANY_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<dtype>[a-z]+\d*(?:e\d+m\d+\w*)?)"
                        r"\[(?P<dims>[\d,]*)\](?:\{[^}]*\})?\s+(?P<op>[\w\-]+)\((?P<args>[^)]*)\)")
 _CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
@@ -786,6 +803,8 @@ class Compilation:
         self.mesh, self.seconds, self.kept = mesh, seconds, 0
         #: every compiled instruction's per-device shape, once finished (capture.jax.per_device)
         self.instructions: list[dict[str, Any]] | None = None
+        #: XLA's own FLOPs per compiled instruction, once finished (capture.jax.xla_flops)
+        self.xla_flops: dict[str, Any] | None = None
         self.early: dict[str, Any] | None = None
         self.job: _Compile | None = None
         try:
@@ -837,6 +856,7 @@ class Compilation:
         start = time.perf_counter()
         read = read_compiled(got["compiled"], per_device=True)
         self.instructions = read.pop("instructions", None)
+        self.xla_flops = read.pop("xla_flops", None)
         record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups, sources)
         record["read_seconds"] = round(time.perf_counter() - start, 3)
         if self.job.platform:  # the backend whose buffer assignment memory_analysis() reports

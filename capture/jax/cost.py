@@ -146,14 +146,26 @@ def kind_of(prim: str, rule: str) -> str:
     return "other"
 
 
-class _Costs:
-    def __init__(self) -> None:
+_ROOFLINE: Any = None
+
+
+def load_rules() -> Any:
+    """``jax.experimental.roofline``'s module, its rules registered: imported once per
+    process. The JAX capture calls it when it imports JAX (``capture.jax.framework``), so
+    converting a program does not pay for the import."""
+    global _ROOFLINE
+    if _ROOFLINE is None:
         import importlib
 
         importlib.import_module("jax.experimental.roofline")  # registers the rules
         # the module (the package re-exports its function ``roofline`` under the same name)
-        roofline_mod = importlib.import_module("jax.experimental.roofline.roofline")
+        _ROOFLINE = importlib.import_module("jax.experimental.roofline.roofline")
+    return _ROOFLINE
 
+
+class _Costs:
+    def __init__(self) -> None:
+        roofline_mod = load_rules()
         self.rooflines = roofline_mod._rooflines
         self.roofline = roofline_mod
         self.reasons: dict[str, str] = {}
@@ -175,7 +187,7 @@ class _Costs:
         name = prim.name
         avals_in = [_aval(v) for v in eqn.invars]
         avals_out = [v.aval for v in eqn.outvars]
-        if not all(_sized(a) for a in avals_in + avals_out):
+        if not (all(map(_sized, avals_in)) and all(map(_sized, avals_out))):
             self.reasons.setdefault(name, "a shape that is not a fixed size")
             return UNCOUNTED, "no rule"
         if name in _VIEWS:
@@ -255,8 +267,12 @@ def _aval(atom: Any) -> Any:
 
 def _sized(aval: Any) -> bool:
     shape = getattr(aval, "shape", None)
-    return shape is not None and all(type(d) is int or isinstance(d, int) for d in shape) and \
-        getattr(getattr(aval, "dtype", None), "itemsize", None) is not None
+    if shape is None:
+        return False
+    for d in shape:
+        if type(d) is not int and not isinstance(d, int):
+            return False
+    return getattr(getattr(aval, "dtype", None), "itemsize", None) is not None
 
 
 def _size(aval: Any) -> int:
@@ -274,7 +290,7 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     name = eqn.primitive.name
     ins = [_aval(v) for v in eqn.invars]
     outs = [v.aval for v in eqn.outvars]
-    if not all(_sized(a) for a in ins + outs):
+    if not (all(map(_sized, ins)) and all(map(_sized, outs))):
         return UNCOUNTED, UNCOUNTED
     if name in _REF_OPS:  # a block read (get) or written (swap, addupdate): the value's bytes
         moved = _bytes(outs[0]) if name == "get" else _bytes(ins[1])
@@ -296,11 +312,20 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     return read, sum(_bytes(a) for a in outs)
 
 
+# Counted before any roofline rule is asked (``_Costs.flops``).
+_BEFORE_ROOFLINE = _VIEWS | _DATA | _COLLECTIVES | {"integer_pow"}
+
+
 def _figures(costs: _Costs, eqn: Any, memo: dict[tuple, tuple[int, str, int, int]]) -> tuple[int, str, int, int]:
     """``(FLOPs, rule, bytes read, bytes written)`` of one equation, counted once per
     signature: equations of one primitive on equal abstract values with equal params (a
     layer repeated, a Python loop of primitives) share one count (roofline's rules build
-    several objects per call)."""
+    several objects per call). An equation no roofline rule counts is counted directly:
+    its rule costs less than its signature."""
+    prim = eqn.primitive
+    if prim.name in _BEFORE_ROOFLINE or costs.rule_of(prim) is None:
+        f, kind = costs.flops(eqn)
+        return (f, kind, *_moved(eqn, kind))
     key = _signature(eqn)
     got = memo.get(key) if key is not None else None
     if got is None:
@@ -356,7 +381,11 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
             else:
                 continue
         f, kind, r, w = _figures(costs, eqn, memo)
-        flops[i], read[i], written[i], rule[i] = _fit(f, node.op, costs.reasons), _fit(r), _fit(w), rule_id(kind)
+        flops[i] = f if f <= _MAX else _fit(f, node.op, costs.reasons)
+        read[i] = r if r <= _MAX else UNCOUNTED
+        written[i] = w if w <= _MAX else UNCOUNTED
+        k = rule_ids.get(kind)
+        rule[i] = rule_id(kind) if k is None else k
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
     # and a nested boundary's body after the one holding it).

@@ -56,7 +56,15 @@ class FrameTable:
         self._names: dict[str, str | None] = {}  # co_filename -> frame file, None: not user code
         self._by_addr: dict[tuple[Any, int], int] = {}
         self._by_tb: dict[Any, int | None] = {}
-        self._lib = LibraryFiles()
+        # made when a traceback without a user frame first needs it (most equations of a
+        # workspace model have one: its folders are then never resolved)
+        self._lib_files: LibraryFiles | None = None
+
+    @property
+    def _lib(self) -> LibraryFiles:
+        if self._lib_files is None:
+            self._lib_files = LibraryFiles()
+        return self._lib_files
 
     def _name(self, filename: str) -> str | None:
         try:
@@ -94,20 +102,24 @@ class FrameTable:
     def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
         """The innermost workspace frame of ``(code, byte offset)`` pairs, innermost
         first; else the innermost library frame (not the frameworks' own internals)."""
-        lib_at: tuple[Any, int, str] | None = None
-        searching = True
-        for code, lasti in zip(codes, lastis):
-            name = self._name(code.co_filename)
+        names = self._names
+        for i, code in enumerate(codes):
+            filename = code.co_filename
+            try:
+                name = names[filename]
+            except KeyError:
+                name = self._name(filename)
             if name is not None:
-                return self._intern(code, lasti, name, False)
-            if searching:
-                if self._lib.is_capture(code.co_filename):
-                    searching = False
-                elif lib_at is None:
-                    lib_path = self._lib.path(code.co_filename)
-                    if lib_path is not None:
-                        lib_at = (code, lasti, lib_path)
-        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_at[2], True)
+                return self._intern(code, lastis[i], name, False)
+        # No user frame: the innermost library frame before TensorViz's own (what called the capture).
+        lib = self._lib
+        for code, lasti in zip(codes, lastis):
+            if lib.is_capture(code.co_filename):
+                return None
+            lib_path = lib.path(code.co_filename)
+            if lib_path is not None:
+                return self._intern(code, lasti, lib_path, True)
+        return None
 
     def _intern(self, code: Any, lasti: int, name: str, library: bool) -> int:
         key = (code, lasti)

@@ -60,6 +60,7 @@ from contextlib import nullcontext
 from typing import Any, Callable, cast
 
 from .convert import convert
+from .cost import load_rules
 from .structures import is_array_leaf, structure_of
 from ..graph.meta import CaptureMeta, JaxPlatforms
 from ..graph.model import Capture
@@ -669,6 +670,7 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None)
 def capture(ctx: CaptureContext) -> Capture:
     recipe = ctx.recipe
     jax = _import_jax(recipe.device)
+    load_rules()  # the cost rules the conversion counts with load with JAX, not while converting
     simulate_devices(jax, recipe)
     _check_recipe(ctx, jax)
     device = _device(jax, recipe.device)
@@ -772,7 +774,7 @@ def capture(ctx: CaptureContext) -> Capture:
     mesh_index = shardings.mesh_index(mesh) if mesh is not None else None
     stated = [v.sharding for v in capture.values]  # the splits the program states, before any estimate
     per_device.annotate(capture, eqns, getattr(compiling, "instructions", None), mesh_index,
-                        (capture.frames, str(ctx.workspace)))
+                        (capture.frames, str(ctx.workspace)), getattr(compiling, "xla_flops", None))
     if ctx.after_compile is not None:
         ctx.after_compile = per_device.later(ctx.after_compile, capture, eqns, compiling, mesh_index, stated,
                                              (capture.frames, str(ctx.workspace)))

@@ -17,7 +17,11 @@ each instruction, and its ``op_name`` metadata names the equation it was made fo
    for a ``sharding`` of source ``compiled`` (its mesh axes inferred from the ratio of
    each dimension); an unmapped value of the same shape as an operand of its node takes
    that operand's split (``propagated``);
-3. :func:`flops_per_device` counts each node's FLOPs at the shapes one device computes:
+3. :func:`xla_column`: with XLA's own FLOPs for each compiled instruction
+   (:mod:`capture.jax.xla_flops`), each node's per-device FLOPs are those of the
+   instructions whose ``op_name`` names it (the figure ``cost_analysis()`` sums, after XLA's
+   rewrites); where they could not all be costed in time,
+   :func:`flops_per_device` counts each node's FLOPs at the shapes one device computes:
    the node's FLOPs times the share of its work one device does (a ``dot_general``: its
    output's share times its contracted dimensions' share; a reduction: its operand's
    share; anything else: its output's share); a ``scan`` is its body's per-device figure ×
@@ -53,6 +57,8 @@ _REDUCING = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", 
 _REDUCING_COLLECTIVES = frozenset({"psum", "psum_invariant", "pmax", "pmin"})
 NOTE = ("each node at the shapes one device computes, with the splits XLA propagated; scalar index arithmetic as "
         "traced (XLA counts it after its rewrites: constants folded, an integer % by a power of two as six ops)")
+NOTE_XLA = ("XLA's own FLOPs for each compiled instruction (its cost analysis, after its rewrites: constants folded, "
+            "an integer % by a power of two as six ops, fusions' recomputed scalars), put on the node its op_name names")
 NOTE_UNCOMPILED = ("TensorViz's unfused estimate: each node at the splits the program states (not compiled: a value "
                    "the compiler would split counts whole)")
 
@@ -409,19 +415,74 @@ def _compiler_reductions(capture: Capture) -> dict[int, int]:
     return out
 
 
+def xla_column(capture: Capture, eqns: list, xla: dict[str, Any], sources: Any = None) -> tuple[list[int], float]:
+    """Each node's per-device FLOPs as XLA counts them (:mod:`capture.jax.xla_flops`): every
+    compiled instruction's own figure on the node its ``op_name`` names (the nodes that best
+    match it, those whose result its per-device shape fits first; several equal ones, such as
+    an unrolled loop's, take the instructions in turn; none of its primitive: the first node
+    of its source line), boundaries from their bodies. Returns ``(column, FLOPs of instructions no node took)``."""
+    from ..graph.per_device import boundary_figures
+    from .compiled import alternatives
+
+    mapper = _Mapper(capture, eqns, sources)
+    nodes, values = capture.nodes, capture.values
+    column = [0.0] * len(nodes)
+    cache: dict[tuple, list[int]] = {}
+    turns: dict[tuple, int] = {}
+    left = 0.0
+    for rec in xla.get("instructions") or []:
+        frames = [tuple(f) for f in rec.get("frames") or []]
+        ids: list[int] = []
+        for name in alternatives(rec.get("op_name") or ""):
+            key = (name, tuple(frames[:1]))
+            got = cache.get(key)
+            if got is None:
+                got = cache[key] = mapper.best(name, frames)
+            ids += [i for i in got if i not in ids]
+        if not ids:  # no equation of its primitive (one JAX expanded): the first node of its line
+            ids = next((mapper.att.by_line(key)[:1] for key in frames[:3] if mapper.att.by_line(key)), [])
+        shape = rec.get("shape")
+        fit = [i for i in ids if shape is not None and nodes[i].outputs and _fits(values[nodes[i].outputs[0]].shape, shape)]
+        take = fit or ids
+        if not take:
+            left += rec["flops"]
+            continue
+        turn = turns.get(tuple(take), 0)  # equal candidates (an unrolled loop's): in turn
+        turns[tuple(take)] = turn + 1
+        column[take[turn % len(take)]] += rec["flops"]
+
+    out = [int(round(f)) for f in column]
+    boundary_figures(capture, out)
+    return out, left
+
+
 def annotate(capture: Capture, eqns: list, records: list[dict[str, Any]] | None, mesh: int | None,
-             sources: Any = None) -> None:
+             sources: Any = None, xla: dict[str, Any] | None = None) -> None:
     """Per-device splits (from the compiled program's instructions, :func:`instructions`,
     when it was compiled) and the per-device FLOPs column (``cost.flops_per_device``, what
-    informed it in ``cost.notes["flops_per_device"]``). Nothing without a mesh."""
+    informed it in ``cost.notes["flops_per_device"]``). With XLA's own per-instruction FLOPs
+    (``xla``, :func:`capture.jax.xla_flops.instruction_flops`, complete), the column is theirs
+    (:func:`xla_column`); else each node's FLOPs at its per-device shapes. Nothing without a
+    mesh."""
     if capture.cost is None or (mesh is None and not capture.meshes):
         return
     dots = propagated_shardings(capture, eqns, records, 0 if mesh is None else mesh, sources)
     column = flops_per_device(capture, eqns, dots)
     if column is None:
         return
+    note = NOTE if records is not None else NOTE_UNCOMPILED
+    if records is not None and xla is not None and xla.get("complete"):
+        column, left = xla_column(capture, eqns, xla, sources)
+        total = float(xla.get("total") or 0.0)
+        share = "under 0.1%" if left < total / 1000 else f"{left / total:.1%}"
+        note = NOTE_XLA + (f"; {share} of them on instructions no node was found for (not counted)"
+                           if left and total else "")
+    elif records is not None and xla is not None:  # XLA's own figures could not all be had
+        why = ("costing XLA's instructions one by one ran out of time" if xla.get("timed_out") else
+               "XLA's cost analysis could not cost " + ", ".join(f"{n} {op}" for op, n in (xla.get("failed") or {}).items()))
+        note = f"{NOTE} ({why})"
     capture.cost.flops_per_device = column
-    capture.cost.notes["flops_per_device"] = NOTE if records is not None else NOTE_UNCOMPILED
+    capture.cost.notes["flops_per_device"] = note
 
 
 def later(finish: Any, capture: Capture, eqns: list, compiling: Any, mesh: int | None, stated: list,
@@ -440,7 +501,7 @@ def later(finish: Any, capture: Capture, eqns: list, compiling: Any, mesh: int |
         before = [v.sharding for v in capture.values]
         for v, split in zip(capture.values, stated):
             v.sharding = split
-        annotate(capture, eqns, records, mesh, sources)
+        annotate(capture, eqns, records, mesh, sources, getattr(compiling, "xla_flops", None))
         record["per_device"] = {
             "flops_per_device": capture.cost.flops_per_device, "note": capture.cost.notes.get("flops_per_device"),
             "shardings": [[v.id, v.sharding] for v, old in zip(capture.values, before)

@@ -56,15 +56,14 @@ import re
 import sys
 import traceback
 import types
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import FrameType
 from typing import Any, Callable, Iterator
 
 import torch
 from torch._subclasses import fake_tensor as _fake
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
 from ..graph.meta import AbstractDifference, Symbol
@@ -165,10 +164,10 @@ class AbstractEvidence:
         # shape environment makes data-dependent sizes and scalars unbacked symbols; the
         # tensors converted from real ones keep their sizes (static shapes: no s0, s1).
         self.shape_env = _WatchedShapeEnv()
-        self.mode = _fake.FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False,
-                                         shape_env=self.shape_env, static_shapes=True)
+        self.mode = _FakeMode(allow_non_fake_inputs=True, allow_fallback_kernels=False,
+                              shape_env=self.shape_env, static_shapes=True)
         # A loop over a data-dependent hit set: its stated choice; and the CPU shape rules.
-        self.loops = _ForwardLoops(self.shape_env)
+        self.loops = _ForwardLoops(self.shape_env, self.mode)
 
     @contextmanager
     def building(self, files: Any) -> Iterator[None]:
@@ -177,18 +176,13 @@ class AbstractEvidence:
         :func:`_apply_to_fake`)."""
         original = torch.nn.Module._apply
         torch.nn.Module._apply = _apply_to_fake(original)
-        helpers = {name: getattr(torch.nn.init, name) for name in _INIT_HELPERS if hasattr(torch.nn.init, name)}
-        for name, fn in helpers.items():
-            setattr(torch.nn.init, name, _skip_on_fake(fn))
         try:
-            with self.mode, _SmallConstants(self.mode), _SkipValueWrites():
+            with self.mode, self.mode.small_constants(), _skipping_value_writes():
                 yield
         except NEEDS_DATA as exc:
             raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "build") from None
         finally:
             torch.nn.Module._apply = original
-            for name, fn in helpers.items():
-                setattr(torch.nn.init, name, fn)
 
     @contextmanager
     def inputs(self, files: Any) -> Iterator[None]:
@@ -261,8 +255,7 @@ class AbstractEvidence:
                 if data.device != device:
                     with self.mode:
                         data = data.to(device)
-                new = torch.nn.Parameter(data, requires_grad=t.requires_grad) if isinstance(t, torch.nn.Parameter) \
-                    else data
+                new = _as_parameter(data, t) if isinstance(t, torch.nn.Parameter) else data
                 replaced[id(t)] = new
             return new
 
@@ -418,7 +411,11 @@ class _WatchedShapeEnv(ShapeEnv):
 
     def suppress_guards(self) -> Any:
         """PyTorch's context manager, as a class (entered around every output the fake mode
-        makes: a generator-based one costs more to make and enter)."""
+        makes: a generator-based one costs more to make and enter); nothing to enter while
+        the run has made no symbol (no size or value depends on one, so nothing can
+        guard)."""
+        if not self.var_to_range:
+            return _NO_GUARDS
         return _SuppressGuards(self)
 
     def _make_data_dependent_error(self, expr: Any, unhinted_expr: Any, **kwargs: Any) -> Any:
@@ -426,6 +423,9 @@ class _WatchedShapeEnv(ShapeEnv):
         if self.first_guard is None:
             self.first_guard = (err, traceback.extract_stack(sys._getframe(1)))
         return err
+
+
+_NO_GUARDS = nullcontext()
 
 
 class _SuppressGuards:
@@ -446,23 +446,20 @@ class _SuppressGuards:
 
 # Functions that only write values into their first argument (initialisers): on a fake
 # tensor there are no values, so skipping them changes nothing but the time they take.
-_VALUE_WRITERS = frozenset(
-    [getattr(torch.nn.init, name) for name in (
-        "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
-        "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
-    ) if hasattr(torch.nn.init, name)]
-    + [getattr(torch.Tensor, name) for name in (
-        "normal_", "uniform_", "zero_", "bernoulli_", "exponential_", "random_", "cauchy_", "log_normal_",
-        "geometric_",
-    ) if hasattr(torch.Tensor, name)]
-)
+# While building, each is replaced where it is looked up at call time (torch.nn.init's
+# attributes, torch.Tensor's methods): no mode sees every other call of the build.
+_INITIALISERS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+                 "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+                 "sparse_")
+_TENSOR_WRITERS = ("normal_", "uniform_", "zero_", "bernoulli_", "exponential_", "random_", "cauchy_",
+                   "log_normal_", "geometric_")
 
 
-# torch.nn.init's helpers behind its initialisers, looked up at call time. Some
-# initialisers reach them without a __torch_function__ check (trunc_normal_ in Torch
-# 2.13, which redraws until no value is out of bounds: a loop on the data), so the
-# initialiser is skipped there, for a fake tensor, whoever holds a reference to it
-# (transformers' TORCH_INIT_FUNCTIONS).
+# torch.nn.init's helpers behind its initialisers, looked up at call time. An initialiser
+# someone holds a reference to (transformers' TORCH_INIT_FUNCTIONS, a ``from
+# torch.nn.init import ...``) reaches them (or a torch.Tensor writer above) too, and is
+# skipped there for a fake tensor (trunc_normal_ in Torch 2.13 redraws until no value is
+# out of bounds: a loop on the data).
 _INIT_HELPERS = ("_no_grad_uniform_", "_no_grad_normal_", "_no_grad_trunc_normal_", "_no_grad_fill_",
                  "_no_grad_zero_")
 
@@ -474,17 +471,50 @@ def _skip_on_fake(fn: Callable[..., Any]) -> Callable[..., Any]:
     return helper
 
 
-class _SkipValueWrites(TorchFunctionMode):
-    """While building: an initialiser called on a fake tensor returns it untouched."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in _VALUE_WRITERS and args and _fake.is_fake(args[0]):
-            return args[0]
-        return func(*args, **(kwargs or {}))
+@contextmanager
+def _skipping_value_writes() -> Iterator[None]:
+    """While building: an initialiser or value writer called on a fake tensor returns it
+    untouched; on a real one it runs."""
+    init = torch.nn.init
+    patched: list[tuple[Any, str, Any, bool]] = []  # (owner, name, original, the owner's own attribute)
+    for owner, names in ((init, _INITIALISERS + _INIT_HELPERS), (torch.Tensor, _TENSOR_WRITERS)):
+        for name in names:
+            original = getattr(owner, name, None)
+            if original is None:
+                continue
+            patched.append((owner, name, original, name in vars(owner)))
+            setattr(owner, name, _skip_on_fake(original))
+    try:
+        yield
+    finally:
+        for owner, name, original, own in reversed(patched):
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
 
 
 # Ops whose output holds exactly as many elements as their first tensor argument.
 _SAME_SIZE = frozenset((torch.ops.aten._to_copy.default, torch.ops.aten.clone.default))
+
+
+def _writes_its_first(func: Any) -> bool:
+    """Whether an op writes its first argument in place and gives it back, its size
+    unchanged (``fill_``, ``mul_``, ``copy_``: not ``resize_`` or ``set_``)."""
+    got = _IN_PLACE.get(func)
+    if got is None:
+        try:
+            first = func._schema.arguments[0]
+            name = func._schema.name
+            got = (first.alias_info is not None and first.alias_info.is_write and not first.kwarg_only
+                   and "resize" not in name and not name.split("::")[-1].lstrip("_").startswith("set_"))
+        except Exception:
+            got = False
+        _IN_PLACE[func] = got
+    return got
+
+
+_IN_PLACE: dict[Any, bool] = {}
 
 
 def _tensor_arguments(args: tuple, kwargs: dict) -> list[Any]:
@@ -499,26 +529,43 @@ def _tensor_arguments(args: tuple, kwargs: dict) -> list[Any]:
     return out
 
 
-class _SmallConstants(TorchDispatchMode):
-    """Above the fake mode while building: a real op on small real tensors runs for real
-    (see the module docstring); everything else goes on to the fake mode."""
+class _FakeMode(_fake.FakeTensorMode):
+    """The capture's fake mode. While building (:meth:`small_constants`) it also runs a
+    real op on small real tensors for real (see the module docstring) and gives every
+    other op to the fake mode proper: in the fake mode's own dispatch, not in one more
+    dispatch mode above it (each op of the build one Python dispatch less)."""
 
-    def __init__(self, fake_mode: Any) -> None:
-        super().__init__()
-        self.fake_mode = fake_mode
+    _small_constants = False
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Not wrapped in torch._disable_dynamo a second time: FakeTensorMode's own
+        # __torch_dispatch__, which this one calls, is (each wrapper costs every op).
+        return False
+
+    @contextmanager
+    def small_constants(self) -> Iterator[None]:
+        self._small_constants = True
+        try:
+            yield
+        finally:
+            self._small_constants = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not self._small_constants:
+            return super().__torch_dispatch__(func, types, args, kwargs or {})
         kwargs = kwargs or {}
         inputs = _tensor_arguments(args, kwargs)
         if any(_fake.is_fake(t) or t.numel() > SMALL_CONSTANT_ELEMENTS for t in inputs):
-            return func(*args, **kwargs)
-        if func in _SAME_SIZE and inputs:
+            return super().__torch_dispatch__(func, types, args, kwargs)
+        if inputs and (func in _SAME_SIZE or _writes_its_first(func)):
             # Its output holds as many elements as its first input (a conversion or a
-            # copy of a small real tensor): small too, no need to ask the fake mode.
+            # copy of a small real tensor, or an op writing it in place): small too, no
+            # need to ask the fake mode.
             with _disable_current_modes():
                 return func(*args, **kwargs)
         try:
-            shaped = func(*args, **kwargs)  # the fake mode answers the output's size, allocating nothing
+            shaped = super().__torch_dispatch__(func, types, args, kwargs)  # the output's size, allocating nothing
         except NEEDS_DATA:
             shaped = None  # it reads values: of small real inputs, which exist
         if shaped is not None:
@@ -607,7 +654,23 @@ class _ForwardLoops(HitLoops):
     hit-set loops (:class:`~capture.torch.hit_loops.HitLoops`), and ``aten._grouped_mm``
     on the CPU with float32/float16 operands shaped by PyTorch's own rule on bfloat16
     stand-ins and given the dtype the CPU kernel returns (``out_dtype``, else its
-    operands'). Every other op goes straight on."""
+    operands'). Every other op goes straight to the fake mode's own dispatch
+    (:meth:`fake_dispatch`)."""
+
+    def __init__(self, shape_env: Any, fake_mode: Any) -> None:
+        super().__init__(shape_env)
+        self.fake_mode = fake_mode
+
+    def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """The hit loops' bookkeeping for the ops it watches and ``_grouped_mm``'s rule;
+        any other op straight to the fake mode (:meth:`fake_dispatch`)."""
+        watched = _WATCHED.get(func)
+        if watched is None:
+            watched = _WATCHED[func] = func is _GROUPED_MM or getattr(func, "overloadpacket", None) in (
+                torch.ops.aten.nonzero, torch.ops.aten.topk)
+        if watched:
+            return HitLoops.dispatch(self, func, args, kwargs)
+        return self.fake_dispatch(func, args, kwargs)
 
     def run(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if func is _GROUPED_MM and len(args) >= 2:
@@ -617,7 +680,63 @@ class _ForwardLoops(HitLoops):
                 out_dtype = kwargs.get("out_dtype") or a.dtype
                 stand = func(a.to(_STAND_IN), b.to(_STAND_IN), *args[2:], **{**kwargs, "out_dtype": None})
                 return stand.to(out_dtype)
-        return func(*args, **kwargs)
+        return self.fake_dispatch(func, args, kwargs)
+
+    def fake_dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """``func(*args, **kwargs)`` from inside a dispatch mode whose only mode below is
+        this capture's fake mode: the fake mode's ``dispatch`` called as PyTorch's
+        dispatcher would call it (the fake mode off the mode stack meanwhile), without
+        the dispatcher's round trip (the arguments parsed by the op's schema into C++
+        values and made Python objects again, the mode stack popped and pushed):
+        below autograd already, the same op, arguments and result. Anything else (another
+        mode between, an argument the fake mode does not recognise) goes through
+        ``func``."""
+        if _stack_depth() != 1:
+            return func(*args, **kwargs)
+        mode = _unset_mode(_FAKE_KEY)
+        if mode is not self.fake_mode:
+            if mode is not None:
+                _set_mode(mode)
+            return func(*args, **kwargs)
+        try:
+            out = mode.dispatch(func, _FAKE_TYPES, args, kwargs)
+        finally:
+            _set_mode(mode)
+        if out is NotImplemented:
+            return func(*args, **kwargs)
+        # What the dispatcher makes of the result: several returns a plain tuple (not a
+        # torch.return_types one), one list return a list.
+        kind = _RETURNS.get(func)
+        if kind is None:
+            kind = _RETURNS[func] = _returns_kind(func)
+        if kind is tuple or kind is list:
+            return out if type(out) is kind else kind(out)
+        return out
+
+
+def _returns_kind(func: Any) -> type:
+    """``tuple`` for an op with several returns, ``list`` for one list return, else
+    ``object`` (one value, as the op gives it)."""
+    try:
+        returns = func._schema.returns
+    except Exception:
+        return object
+    if len(returns) > 1:
+        return tuple
+    if len(returns) == 1 and isinstance(returns[0].type, torch.ListType):
+        return list
+    return object
+
+
+_RETURNS: dict[Any, type] = {}
+_WATCHED: dict[Any, bool] = {}
+
+
+_FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+_FAKE_TYPES = (_fake.FakeTensor,)
+_stack_depth = torch._C._len_torch_dispatch_stack
+_unset_mode = torch._C._unset_dispatch_mode
+_set_mode = torch._C._set_dispatch_mode
 
 
 # --------------------------------------------------------------------------- libraries

@@ -342,8 +342,20 @@ def _device_name(device: torch.device) -> str:
 
 
 def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
-    """(size, stride) of the dimensions that matter, sorted: equal for permutations."""
-    return sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)
+    """The memory a tensor reads from its storage offset, as ``(stride, size)`` runs:
+    its dimensions that matter, sorted by stride, each merged into the one before when
+    it continues it (stride = the one before's stride x size). Two tensors of as many
+    elements with equal runs read the same elements: a permutation (a transpose), and
+    also a view that splits or merges dimensions of a tensor with gaps (nanoGPT's
+    ``k.view(B, T, heads, hs)`` of a slice split from one projection), which sorted
+    dimensions alone told apart (its statistics were measured again)."""
+    runs: list[tuple[int, int]] = []
+    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
+        if runs and runs[-1][0] * runs[-1][1] == stride:
+            runs[-1] = (runs[-1][0], runs[-1][1] * size)
+        else:
+            runs.append((stride, size))
+    return runs
 
 
 def _dims(seq: list) -> list:

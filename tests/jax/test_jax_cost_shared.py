@@ -1,6 +1,8 @@
 """Equations with one signature share one count (capture/jax/cost.py ``_figures``): the
 figures are those of counting each equation on its own, and an equation that differs in
-anything its figures read (shape, dtype, params, an operand read twice) is counted apart."""
+anything its figures read (shape, dtype, params, an operand read twice) is counted apart.
+Only equations a roofline rule counts are shared: TensorViz's own table rules (``tanh``,
+views, data movement) cost less to count than a signature."""
 
 from __future__ import annotations
 
@@ -42,7 +44,9 @@ def test_shared_counts_equal_counting_each_equation(monkeypatch):
     calls.clear()
     alone = convert(closed).cost
     assert len(calls) == len(closed.jaxpr.eqns)
-    assert counted <= len(calls) - 8  # the loop's repeats were not counted again
+    # the loop's repeats of sin, mul and add (roofline's rules) were not counted again;
+    # tanh (a table rule) is counted each time
+    assert counted == len(calls) - 6
     assert shared == alone
 
 

@@ -189,3 +189,40 @@ def test_the_summary_sets_the_per_node_figures_beside_xlas_and_says_what_they_ar
     assert pd["flops_ratio"] == round(once / (2.0e6 + 4096), 4)
     text = _compiled_text({"compiled": cap.compiled, "per_device": pd})
     assert "with each loop's body once, as XLA counts" in text and "XLA's flops + transcendentals" in text
+
+
+def _xla(complete=True, **extra):
+    """XLA's own per-instruction FLOPs (capture.jax.xla_flops) for the scan capture's program."""
+    return {"complete": complete, "total": 2 * 4 * 1024 * 256 + 7 + 4 * 1024 + 9, "failed": {}, **extra,
+            "instructions": [
+                {"op": "dot", "flops": 2 * 4 * 1024 * 256, "op_name": "jit(step)/while/body/dot_general",
+                 "shape": [4, 256]},
+                {"op": "add", "flops": 7, "op_name": "jit(step)/while/body/dot_general", "shape": [],
+                 "inherited": True},  # a rewrite's scalar, placed on what reads it
+                {"op": "tanh", "flops": 4 * 1024, "op_name": "jit(step)/tanh", "shape": [4, 1024]},
+                {"op": "multiply", "flops": 9, "op_name": "jit(step)/no_such_primitive", "shape": [4]}]}
+
+
+def test_xlas_own_instruction_flops_go_on_their_nodes():
+    from capture.jax.per_device import annotate
+
+    cap = _scan_capture()
+    annotate(cap, [None] * 4, [], 0, None, _xla())
+    column = cap.cost.flops_per_device
+    assert column[1] == 2 * 4 * 1024 * 256 + 7 and column[3] == 4 * 1024
+    assert column[0] == 2 * column[1]  # the scan: its body × its 2 iterations
+    assert flops_total(cap, loops_once=True) == _xla()["total"] - 9  # as cost_analysis counts it, less the unplaced
+    note = cap.cost.notes["flops_per_device"]
+    assert note.startswith("XLA's own FLOPs for each compiled instruction") and "under 0.1%" in note
+
+
+@pytest.mark.parametrize("extra, why", [({"timed_out": True}, "ran out of time"),
+                                        ({"failed": {"custom-call": 2}}, "could not cost 2 custom-call")])
+def test_without_all_of_xlas_figures_each_node_is_counted_at_its_shapes(extra, why):
+    from capture.jax.per_device import NOTE, annotate
+
+    cap = _scan_capture()
+    annotate(cap, [None] * 4, [], 0, None, _xla(complete=False, **extra))
+    note = cap.cost.notes["flops_per_device"]
+    assert note.startswith(NOTE) and why in note
+    assert cap.cost.flops_per_device[3] == 4 * 1024  # the tanh at its per-device shape [4,1024]

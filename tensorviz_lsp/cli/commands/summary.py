@@ -364,7 +364,9 @@ def per_device_figures(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any
     if own is not None:  # each node at the shapes one device computes (capture.jax.per_device)
         notes = capture.cost.notes if isinstance(capture.cost.notes, dict) else {}
         out["flops_estimate"] = own
-        out["flops_how"] = "TensorViz: " + str(notes.get("flops_per_device") or "per node, per device")
+        how = str(notes.get("flops_per_device") or "per node, per device")
+        # XLA's own per-instruction figures are not TensorViz's count: say whose they are.
+        out["flops_how"] = how if how.startswith("XLA's") else "TensorViz: " + how
         once = flops_total(capture, loops_once=True)
         out["flops_loops_once"] = once
         if isinstance(xla, (int, float)) and xla > 0 and once is not None:
