@@ -55,7 +55,7 @@ class Structure:
             self.routed = routed_groups(capture, index)
             self.signature, self.routing = _signatures(capture, index, is_weight, labels, self.routed)
             self.siblings = _siblings(index, self.signature)
-            self.twins = _twins(index, self.signature, can_twin)
+            self.twins = Twins(index, self.signature, can_twin)
 
 
 def routed_groups(capture: Any, index: Any) -> frozenset[int]:
@@ -87,12 +87,15 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     sigs = [""] * ng
     uses_in: list[list[int]] = [[] for _ in range(ng)]  # a group's inputs, in the order it first uses them
     hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
-    depth = index.depth
     label_of = labels.__getitem__
     bout, ordered = index.bout, index.ordered
     dumps, blake = marshal.dumps, hashlib.blake2b
+    # signature content -> signature: equal content (the blocks of a stack) is encoded
+    # and hashed once; a key of tuples hashes in C, far cheaper than encoding and hashing it
+    known: dict[tuple[Any, ...], str] = {}
+    known_get = known.get
     any_routing = False  # no routed group below yet: no group has routing content to gather
-    for g in sorted(range(ng), key=depth.__getitem__, reverse=True):
+    for g in reversed(index.top_down):  # deepest first (within one depth, any order)
         _, refs, _ = ordered(g)
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use
@@ -102,7 +105,7 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         for pos, r in enumerate(refs):
             if r >= 0:
                 reads = in_ref[in_off[r]:in_off[r + 1]]
-                outs = out_ids[out_off[r]:out_off[r + 1]]
+                a, b = out_off[r], out_off[r + 1]
             else:
                 reads = uses_in[~r]
                 outs = hands_on[~r]
@@ -115,9 +118,15 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
                         got = first_use[v] = len(first_use)
                 wires.append(got)
             if r >= 0:
-                add((ops[r], wires, list(map(label_of, outs))))
+                if b == a + 1:  # one output: most ops
+                    o = out_ids[a]
+                    add((ops[r], tuple(wires), (label_of(o),)))
+                    made[o] = (pos, 0)
+                    continue
+                outs = out_ids[a:b]
+                add((ops[r], tuple(wires), tuple(map(label_of, outs))))
             else:
-                add((sigs[~r], wires))
+                add((sigs[~r], tuple(wires)))
             for k, o in enumerate(outs):
                 made[o] = (pos, k)
         out_vals = bout[g + 1]
@@ -127,23 +136,38 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         grp = groups[g]
         attrs = grp.attrs
         cls = attrs.get("class") if isinstance(attrs, dict) else None
-        inputs = [(labels[v], is_weight(v)) for v in first_use]
-        # marshal format 2 writes every string by content (3 and later write a repeated
-        # object as a reference, so equal blocks built from different string objects
-        # would differ); it is an order of magnitude faster than repr
+        inputs = tuple([(labels[v], is_weight(v)) for v in first_use])
         # a loop's last step hands on no carried value (the loop ended), its code is the same
-        data = dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving] if grp.kind != STEP_KIND else []), 2)
+        key = (grp.kind, cls, tuple(body), inputs, tuple([w for w, _ in leaving]) if grp.kind != STEP_KIND else ())
         below = [routing[~r] for r in refs if r < 0 and routing[~r]] if any_routing else []
-        if g in routed:
-            # what routing chose is not the block's structure: its boundary is
-            content = blake(data, digest_size=8).hexdigest()
-            routing[g] = blake(dumps((content, below), 2), digest_size=8).hexdigest()
-            data = dumps(("routed", grp.kind, cls, inputs, [labels[v] for _, v in leaving]), 2)
-            any_routing = True
-        elif below:
-            routing[g] = blake(dumps(below, 2), digest_size=8).hexdigest()
+        if g not in routed:
+            # equal keys encode equally: a class that is not a string (a hostile file's
+            # ``True`` equals ``1``) is encoded on its own
+            sig = known_get(key) if cls is None or type(cls) is str else None
+            if sig is None:
+                sig = known[key] = blake(_encoded(key), digest_size=8).hexdigest()
+            sigs[g] = sig
+            if below:
+                routing[g] = blake(dumps(below, 2), digest_size=8).hexdigest()
+            continue
+        # what routing chose is not the block's structure: its boundary is
+        content = blake(_encoded(key), digest_size=8).hexdigest()
+        routing[g] = blake(dumps((content, below), 2), digest_size=8).hexdigest()
+        data = dumps(("routed", grp.kind, cls, list(inputs), [labels[v] for _, v in leaving]), 2)
+        any_routing = True
         sigs[g] = blake(data, digest_size=8).hexdigest()
     return sigs, routing
+
+
+def _encoded(key: tuple[Any, ...]) -> bytes:
+    """The bytes a signature hashes: ``(kind, class, body, inputs, leaving)`` with the body,
+    its wires and output labels, the inputs and the leaving wires as lists, in marshal
+    format 2 (which writes every string by content: 3 and later write a repeated object as
+    a reference, so equal blocks built from different string objects would differ; it is
+    an order of magnitude faster than repr)."""
+    kind, cls, body, inputs, leaving = key
+    items = [(e[0], list(e[1]), list(e[2])) if len(e) == 3 else (e[0], list(e[1])) for e in body]
+    return marshal.dumps((kind, cls, items, list(inputs), list(leaving)), 2)
 
 
 def _siblings(index: Any, sigs: list[str]) -> list[tuple[int, int]]:
@@ -159,20 +183,52 @@ def _siblings(index: Any, sigs: list[str]) -> list[tuple[int, int]]:
     return same
 
 
-def _twins(index: Any, sigs: list[str], can_twin: Callable[[int], bool]) -> dict[int, tuple[int, int, int]]:
+class Twins:
     """Group -> (twin id: the first group with its signature, how many, its index), for
-    groups of at least :data:`TWIN_MIN_OPS` ops that share a signature with another."""
-    by_sig: dict[str, list[int]] = {}
-    count = index.node_count
-    for g, s in enumerate(sigs):
-        if count[g + 1] >= TWIN_MIN_OPS and g not in index.body_node and can_twin(g):
-            by_sig.setdefault(s, []).append(g)
-    out: dict[int, tuple[int, int, int]] = {}
-    for members in by_sig.values():
-        if len(members) > 1:
-            for k, g in enumerate(members):
-                out[g] = (members[0], len(members), k)
-    return out
+    groups of at least :data:`TWIN_MIN_OPS` ops that share a signature with another
+    (``get``, as a dict's). The groups of one signature are looked at when one of them is
+    first asked about: whether a page may pair a group (``can_twin``: not a function card,
+    not drawn as its one op) is the costly part, 100 ms for the 43k groups of a deep
+    100k-op capture, and a first view asks about a few signatures. Safe to share between
+    threads: an entry is the same whoever fills it."""
+
+    def __init__(self, index: Any, sigs: list[str], can_twin: Callable[[int], bool]) -> None:
+        self._can_twin = can_twin
+        self._sigs = sigs
+        by_sig: dict[str, list[int]] = {}
+        count, bodies = index.node_count, index.body_node
+        for g, s in enumerate(sigs):
+            if count[g + 1] >= TWIN_MIN_OPS and g not in bodies:
+                by_sig.setdefault(s, []).append(g)
+        self._by_sig = by_sig
+        self._got: dict[str, dict[int, tuple[int, int, int]]] = {}
+
+    def get(self, g: int, default: Any = None) -> Any:
+        if not 0 <= g < len(self._sigs):
+            return default
+        sig = self._sigs[g]
+        got = self._got.get(sig)
+        if got is None:
+            got = self._got[sig] = _twins_of(self._by_sig.get(sig, ()), self._can_twin)
+        return got.get(g, default)
+
+    def all(self) -> dict[int, tuple[int, int, int]]:
+        """Every group with twins (each signature looked at)."""
+        out: dict[int, tuple[int, int, int]] = {}
+        for s in self._by_sig:
+            if s not in self._got:
+                self._got[s] = _twins_of(self._by_sig[s], self._can_twin)
+            out.update(self._got[s])
+        return dict(sorted(out.items()))
+
+
+def _twins_of(candidates: Sequence[int], can_twin: Callable[[int], bool]) -> dict[int, tuple[int, int, int]]:
+    if len(candidates) < 2:
+        return {}
+    members = [g for g in candidates if can_twin(g)]
+    if len(members) < 2:
+        return {}
+    return {g: (members[0], len(members), k) for k, g in enumerate(members)}
 
 
 # --------------------------------------------------------------------------- repeats

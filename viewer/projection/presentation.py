@@ -57,6 +57,8 @@ class Presentation:
         cols, ix = self.index.cols, self.index
         values = capture.values
         cards = self.function_cards
+        group, producer, bout = cols.group, ix.producer, ix.bout
+        in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
         out = []
         # only ops that may be bookkeeping are looked at, found by C-level passes
         maybe = {op for op in set(cols.op) if op in BOOKKEEPING_OPS or op.startswith(EMPTY_PREFIXES) or op in RESHAPE_OPS}
@@ -68,12 +70,15 @@ class Presentation:
                 outs = ix.outputs_of(i)
                 if outs and all(_empty(values[v].shape) for v in outs):
                     out.append(i)
-            elif op in RESHAPE_OPS and cols.group[i] in cards:
-                g = cols.group[i]
-                first = next((v for v in ix.operands_of(i) if v >= 0), None)
-                enters = first is not None and (ix.producer[first] < 0 or cols.group[ix.producer[first]] != g)
-                leaves = any(v in (ix.bout[g + 1] or ()) for v in ix.outputs_of(i))
-                if enters or leaves:
+            elif op in RESHAPE_OPS and group[i] in cards:
+                g = group[i]
+                # what it reshapes enters the call from outside, or what it makes leaves it
+                first = next((v for v in in_ref[in_off[i]:in_off[i + 1]] if v >= 0), None)
+                if first is not None and (producer[first] < 0 or group[producer[first]] != g):
+                    out.append(i)
+                    continue
+                leaving = bout[g + 1]
+                if leaving and any(v in leaving for v in out_ids[out_off[i]:out_off[i + 1]]):
                     out.append(i)
         return frozenset(out)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from capture.graph import gc_pause
 from capture.graph.model import Capture, Frame
 
 from .diffview import DiffStore
@@ -55,7 +56,9 @@ class _Entry:
         """Build the projection and make what the first page reads (the warm-up). The
         lock is held throughout: a request meanwhile waits for it rather than making the
         same parts again on its own thread (two threads under one GIL: both slower)."""
-        with self._lock:
+        # the cyclic collector paused for the whole warm-up (capture/graph/gc_pause.py), not
+        # part by part: between parts it looked at every object made so far each time
+        with self._lock, gc_pause.paused():
             if self._projection is None:
                 proj = self._projection = Projection(self.capture)
                 proj.prepare()
