@@ -62,6 +62,7 @@ from typing import Any, Callable, cast
 from .convert import convert
 from .cost import load_rules
 from .structures import is_array_leaf, structure_of
+from .tracer_errors import plain_sharding_errors
 from ..graph.meta import CaptureMeta, JaxPlatforms
 from ..graph.model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
@@ -503,7 +504,8 @@ def _construct_nnx(nnx: Any, target: type, args: tuple, kwargs: dict, abstract: 
             return target(*a, **k)
 
         try:
-            return nnx.eval_shape(build, rngs), True
+            with plain_sharding_errors():  # Flax asks each traced RNG count for it: see the module
+                return nnx.eval_shape(build, rngs), True
         except _concrete_needed():
             pass
     return target(*args, **kwargs), False
