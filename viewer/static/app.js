@@ -439,13 +439,22 @@ function aboutThisCapture(d) {
   return Number(d.capture) === Number(current.id);
 }
 
+/** @type {string | null} */
+let leavingFor = null; // the query this page is already navigating to
+
 /** @param {number | null} [id]  none: the newest */
 function openCapture(id) {
   const q = new URLSearchParams(location.search);
   q.delete("setup"); // a graph's page now, no longer the form's
   if (id === undefined || id === null) q.delete("capture");
   else q.set("capture", String(id));
-  location.search = q.toString();
+  const query = q.toString();
+  // A second event about the same capture while the page is on its way there (its
+  // statistics landing in place: capture-ready again, the same id) must not start the
+  // navigation over: that aborts the first load and reloads the page.
+  if (query === leavingFor) return;
+  leavingFor = query;
+  location.search = query;
 }
 
 // ------------------------------------------------------------------ setup form
