@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import TypeVar
 
 import libcst as cst
 
@@ -72,15 +73,24 @@ def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], confi
 
 def _returned_model(function: cst.FunctionDef, models: dict[str, Candidate]) -> Candidate | None:
     """The model class whose call the function returns (directly or through a local)."""
-    assigned: dict[str, Candidate] = {}
+    return _returned(function, lambda expr: _model_call(expr, models))
+
+
+T = TypeVar("T")
+
+
+def _returned(function: cst.FunctionDef, recognise: Callable[[cst.BaseExpression], T | None]) -> T | None:
+    """What ``recognise`` makes of the call the function returns, directly or through a
+    local it assigned (``model = GPT(cfg); return model``)."""
+    assigned: dict[str, T] = {}
     for node in _statements(function.body):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0].target, cst.Name):
-            made = _model_call(node.value, models)
+            made = recognise(node.value)
             if made is not None:
                 assigned[node.targets[0].target.value] = made
         if isinstance(node, cst.Return) and node.value is not None:
-            made = _model_call(node.value, models)
+            made = recognise(node.value)
             if made is None and isinstance(node.value, cst.Name):
                 made = assigned.get(node.value.value)
             if made is not None:
@@ -127,19 +137,8 @@ def _imported_model(function: cst.FunctionDef, ns: Namespace, imported: Imported
         parts = dotted_parts(function.returns.annotation)
         if parts is not None and _imported_name(ns, parts):
             return imported(parts)
-    assigned: dict[str, tuple[str, ...]] = {}
-    for node in _statements(function.body):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            parts = _class_call(node.value, ns)
-            if parts is not None:
-                assigned[node.targets[0].target.value] = parts
-        if isinstance(node, cst.Return) and node.value is not None:
-            parts = _class_call(node.value, ns)
-            if parts is None and isinstance(node.value, cst.Name):
-                parts = assigned.get(node.value.value)
-            if parts is not None:
-                return imported(parts)
-    return None
+    returned = _returned(function, lambda expr: _class_call(expr, ns))
+    return imported(returned) if returned is not None else None
 
 
 def _class_call(expr: cst.BaseExpression, ns: Namespace) -> tuple[str, ...] | None:
