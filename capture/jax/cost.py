@@ -127,10 +127,12 @@ _UPDATING = frozenset({"scatter", "scatter-add", "scatter_add", "scatter-mul", "
 _MAX = COUNT_LIMIT
 #: What kind of arithmetic each node's FLOPs are (``notes["kinds"]``, per primitive), as the Torch
 #: count names them: matmul, convolution, attention, pointwise, reduction/norm, scan, other. A
-#: ``scan`` or ``cond`` boundary is ``control flow``: a reader splits it by its bodies' kinds.
+#: ``scan``, ``cond`` or ``shard_map`` boundary is ``control flow``: a reader splits it by its
+#: bodies' kinds.
 _RULE_KINDS = {"ragged_dot": "matmul", "elementwise": "pointwise", "power": "pointwise", "reduction": "reduction/norm",
                "cumulative": "scan", "window": "reduction/norm", "random": "pointwise",
-               "scan body × length": "control flow", "cond: largest branch": "control flow",
+               "scan body × length": "control flow", "shard_map body × devices": "control flow",
+               "cond: largest branch": "control flow",
                "pallas: kernel body × grid": "control flow"}
 _PRIM_KINDS = {"dot_general": "matmul", "conv_general_dilated": "convolution", "reduce_sum": "reduction/norm",
                "dot_product_attention": "attention"}

@@ -267,6 +267,26 @@ def test_flops_by_kind_split_a_scan_by_its_body_and_add_up_to_the_total():
         assert sum((r.get("flops_by_kind") or {}).values()) == r["flops"], r
 
 
+def test_flops_by_kind_split_a_shard_map_by_its_body():
+    """A shard_map boundary (its body × its devices) is its body's kinds, not ``other``."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    from jax.sharding import PartitionSpec as P
+
+    from capture.jax.convert import convert
+
+    mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    def prog(x, w):
+        body = jax.shard_map(lambda a, b: jnp.tanh(a @ b), mesh=mesh, in_specs=(P("x"), P()), out_specs=P("x"))
+        return body(x, w)
+
+    capture = convert(jax.make_jaxpr(prog)(jnp.ones((4, 8)), jnp.ones((8, 8))))
+    totals = Projection(capture).costs().totals()
+    assert totals["flops_by_kind"] == {"matmul": 2 * 4 * 8 * 8, "pointwise": 4 * 8}, totals["flops_by_kind"]
+    assert sum(totals["flops_by_kind"].values()) == totals["flops"]
+
+
 def test_a_capture_counted_before_kinds_were_named_has_no_split():
     proj = Projection(_read("gpt2_torch"))
     assert "kinds" not in proj.capture.cost.notes
