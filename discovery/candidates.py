@@ -22,6 +22,7 @@ from .namespace import ClassInfo, ImportedName, Namespace, dotted_parts, identif
 from .parameters import ParameterInfo, describe_default, parameters_of
 
 from .positions import LineIndex, Position, Range
+from .prefilter import may_build_imported_class
 from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
 from .tokens import Builder, token_input
 from .value_hints import call_input_hints, call_reads, field_hints, preparations
@@ -68,9 +69,12 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
     if candidates and "partial" in analysis.text:
         candidates.extend(_partial_candidates(parsed.module, ns, candidates, locate))
 
-    if "def " in analysis.text:  # -> nn.Module, or an imported model class, needs no class of the file
+    # -> nn.Module, or an imported model class, needs no class of the file; a function body
+    # is walked for an imported class only where the text shows one built (discovery.prefilter)
+    imports = may_build_imported_class(analysis.text)
+    if "def " in analysis.text and (candidates or imports or "Module" in analysis.text):
         candidates.extend(factory_candidates(analysis, candidates, configs, locate,
-                                             _imported_model(analysis, resolver, configs, bodies)))
+                                             _imported_model(analysis, resolver, configs, bodies) if imports else None))
 
     if _may_use_jax(analysis.text, ns):
         factories = {c.qualname for c in candidates if c.model_factory}

@@ -59,9 +59,13 @@ def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], confi
         name = identifier(function.name.value)
         if function.asynchronous is not None or name.startswith("_") or name in taken:
             continue
-        built = _returned_model(function, models) or _annotated_model(function, models)
+        # One walk of the body: a model class of the file returned, else an imported one.
+        returned = _returned(function, lambda expr: _model_call(expr, models) or (
+            _class_call(expr, ns) if imported is not None else None))
+        local = returned if isinstance(returned, Candidate) else None
+        built = local or _annotated_model(function, models)
         if built is None and imported is not None:
-            built = _imported_model(function, ns, imported)
+            built = _imported_model(function, ns, imported, returned if isinstance(returned, tuple) else None)
         if built is not None:
             found.append(_from_class(function, built, analysis, configs, locate))
             continue
@@ -69,11 +73,6 @@ def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], confi
         if kind is not None:
             found.append(_from_base(function, kind, analysis, configs, locate))
     return found
-
-
-def _returned_model(function: cst.FunctionDef, models: dict[str, Candidate]) -> Candidate | None:
-    """The model class whose call the function returns (directly or through a local)."""
-    return _returned(function, lambda expr: _model_call(expr, models))
 
 
 T = TypeVar("T")
@@ -130,14 +129,14 @@ def _annotated_model(function: cst.FunctionDef, models: dict[str, Candidate]) ->
     return models.get(".".join(parts)) if parts is not None else None
 
 
-def _imported_model(function: cst.FunctionDef, ns: Namespace, imported: ImportedModel) -> Candidate | None:
+def _imported_model(function: cst.FunctionDef, ns: Namespace, imported: ImportedModel,
+                    returned: tuple[str, ...] | None) -> Candidate | None:
     """The imported model class the function is annotated to return, or whose call it
-    returns (a capitalised imported name only)."""
+    returns (``returned``: a capitalised imported name only, :func:`_class_call`)."""
     if function.returns is not None:
         parts = dotted_parts(function.returns.annotation)
         if parts is not None and _imported_name(ns, parts):
             return imported(parts)
-    returned = _returned(function, lambda expr: _class_call(expr, ns))
     return imported(returned) if returned is not None else None
 
 

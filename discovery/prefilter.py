@@ -31,7 +31,13 @@ def may_contain_candidates(text: str, *, workspace: bool) -> bool:
     if "jax" in text or any(ns.root.split(".", 1)[0] in text for ns in framework_namespaces()):
         return True
     return workspace and "import" in text and (_CLASS_WITH_BASE.search(text) is not None
-                                               or _CLASS_FACTORY.search(text) is not None)
+                                               or may_build_imported_class(text))
+
+
+def may_build_imported_class(text: str) -> bool:
+    """Could a function of ``text`` build a class it imports (a factory of an imported
+    model class: ``-> MixtralForCausalLM:``, ``return GPT2LMHeadModel(config)``)?"""
+    return _CLASS_FACTORY.search(text) is not None
 
 
 def may_provide_bases(text: str) -> bool:
