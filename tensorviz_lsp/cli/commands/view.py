@@ -132,6 +132,10 @@ def start_serving(command: str, capture: Capture, title: str, workspace: Path | 
     except OSError as exc:
         print(f"tensorviz {command}: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    # SIGTERM stops the server cleanly from the moment the URL is out: a script that reads
+    # the URL, fetches and stops the process may do so before keep_serving starts waiting
+    # (the warm-up thread competes for the interpreter meanwhile): exit status -15 before.
+    _listen_for_sigterm()
     print(url, flush=True)
     print(f"TensorViz viewer for {title} at {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
     if not args.no_browser:
@@ -163,11 +167,20 @@ def open_browser(url: str) -> None:
     threading.Thread(target=webbrowser.open, args=(url,), name="open-browser", daemon=True).start()
 
 
+_sigterm = threading.Event()  # set by SIGTERM once :func:`_listen_for_sigterm` ran
+
+
+def _listen_for_sigterm() -> None:
+    """From now on SIGTERM asks :func:`_wait` to return (in the main thread only, where
+    Python delivers signals)."""
+    _sigterm.clear()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: _sigterm.set())
+
+
 def _wait(timeout: float | None) -> bool:
     """Block until SIGTERM (False) or ``timeout`` seconds passed (True)."""
-    stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    stop = _sigterm
     deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
     # Short waits so that Ctrl-C is seen at once on every platform.
     while not stop.is_set():
