@@ -97,12 +97,14 @@ def packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, f
     return entries.tolist()
 
 
-def packed_floats(obj: Any, where: str, length: int) -> list:
-    """A float column of ``length`` doubles, as a list of Python floats."""
+def packed_floats(obj: Any, where: str, length: int, *, as_list: bool = True) -> Any:
+    """A float column of ``length`` doubles, as a list of Python floats (``as_list=False``:
+    as the ``array('d')`` itself, which gives the same floats when read, each made when
+    it is read)."""
     need(type(obj) is bytes, where, "expected a packed float column")
     need(len(obj) == 8 * length, where, f"expected {length} doubles, found {len(obj)} bytes")
     entries = array("d")
     entries.frombytes(obj)
     if BIG_ENDIAN:
         entries.byteswap()
-    return entries.tolist()
+    return entries.tolist() if as_list else entries
