@@ -175,7 +175,10 @@ class MapColumns(Sequence):
         if not any(c is not None for c in columns):
             return [None] * self.n
         its = [repeat(None)] + [iter(c) if c is not None else repeat(None) for c in columns]
-        return [_fresh(next(its[k])) for k in self._order]
+        got = map(next, map(its.__getitem__, self._order))  # C-level: no Python per entry
+        if any(_holds_lists(c) for c in columns if c is not None):
+            return list(map(_fresh, got))
+        return list(got)
 
 
 class Slices(Sequence):
@@ -210,6 +213,11 @@ class Slices(Sequence):
 def _fresh(x: Any) -> Any:
     """A list value (strides) is handed out as a copy: a caller may keep and change it."""
     return list(x) if type(x) is list else x
+
+
+def _holds_lists(col: Sequence) -> bool:
+    """Whether a decoded column may hand out lists (which :func:`_fresh` copies)."""
+    return isinstance(col, Slices) or (type(col) is list and list in set(map(type, col)))
 
 
 def _fresh_column(col: Sequence) -> Any:
