@@ -716,6 +716,25 @@ def test_real_graph_files_decode_within_the_budget():
         graphfile.decode(data)
 
 
+def test_short_lists_are_charged_in_batches_exactly():
+    """Short lists (literal operands) are charged a batch at a time: the same bytes,
+    elements and containers as one at a time, and a body whose last short lists go over
+    its budget is refused when msgpack is done (the batch not full yet)."""
+    lists = [[1, 2.0, "x"][: i % 4] for i in range(10_000)]
+    charge = file_budgets._MemoryCharge(1 << 60, 1 << 60, 1 << 60)
+    for x in lists:
+        charge.list_hook(x)
+    one_by_one = sum(64 + 8 * len(x) + sum(file_budgets._ELEMENT_BYTES[type(e)] for e in x) for x in lists)
+    assert charge.used == one_by_one and charge._left[0] == (1 << 60) - len(lists)
+    tight = file_budgets._MemoryCharge(1 << 60, 1 << 60, 64 * 10)
+    for _ in range(11):
+        tight.list_hook([])  # under a batch: not charged yet
+    with pytest.raises(file_budgets._OverBudget):
+        tight.settle()
+    data = _header(2) + msgpack.packb({"literals": [[] for _ in range(200_000)]}, use_bin_type=True)
+    _reject(data, "more than 10x the body's")
+
+
 # ---------------------------------------------------------------- killed writes (issue 39 item 6)
 
 _BLOCKED_WRITER = """
