@@ -210,6 +210,27 @@ class Slices(Sequence):
         return map(flat.__getitem__, map(slice, off, islice(off, 1, None)))
 
 
+class Strings(Sequence):
+    """A column of strings (or None) as indices into the file's string table (with None
+    last): entry ``i`` is ``table[index[i]]``, looked up when read."""
+
+    __slots__ = ("_index", "_table")
+
+    def __init__(self, index: Sequence[int], table: list) -> None:
+        self._index, self._table = index, table
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return list(map(self._table.__getitem__, self._index[i]))
+        return self._table[self._index[i]]
+
+    def __iter__(self) -> Iterator[str | None]:
+        return map(self._table.__getitem__, self._index)
+
+
 def _fresh(x: Any) -> Any:
     """A list value (strides) is handed out as a copy: a caller may keep and change it."""
     return list(x) if type(x) is list else x
@@ -263,12 +284,11 @@ def _decode(col: Any, count: int, table: list, where: str, nesting: int,
     need(type(col) is list and len(col) >= 2 and type(col[0]) is str, where, "expected a column")
     kind = col[0]
     if kind == "i" and len(col) == 2:
-        return packed_ints(col[1], where, count, -(1 << 63), 1 << 64)
+        return packed_ints(col[1], where, count, -(1 << 63), 1 << 64, as_list=False)
     if kind == "f" and len(col) == 2:
         return packed_floats(col[1], where, count, as_list=False)
     if kind == "s" and len(col) == 2:
-        idx = packed_ints(col[1], where, count, -1, len(table) - 1, few=True)
-        return list(map(table.__getitem__, idx))
+        return Strings(packed_ints(col[1], where, count, -1, len(table) - 1, few=True, as_list=False), table)
     if kind == "l" and len(col) == 3:
         off = packed_ints(col[1], f"{where}.offsets", count + 1, 0, 1 << 62)
         need(off[0] == 0 and sorted(off) == off, f"{where}.offsets", "must start at 0 and not decrease")
