@@ -23,22 +23,32 @@ mode, ``torch.no_grad``). The rows:
   Python tracer); with ``with_modules=True`` too (module scopes).
 * ``torch.profiler.ExecutionTraceObserver``: per op the input/output tensor ids, storage ids,
   shapes, dtypes and the parent op, written as JSON; its file read back (``+ read``).
-* A C++ ``RecordFunction`` global callback (built here with
-  ``torch.utils.cpp_extension.load_inline``; ``--no-cpp`` skips it): per op the name, parent,
-  depth, and per tensor the identity (a fresh id for each produced tensor, kept through
-  in-place ops), storage, dtype and shape, appended to C++ vectors and handed back as
-  tensors (the hand-back is in the time). With frames: the innermost Python frame (code
+* A C++ ``RecordFunction`` global callback (``bench_torch_record_floor.cpp``, built with
+  ``torch.utils.cpp_extension.load_inline``; ``--no-cpp`` skips it). It keeps the graph ops
+  only, deciding in the callback (an event is a graph op when every event above it is
+  ``CompositeImplicitAutograd`` and it is not one itself: what a ``TorchDispatchMode`` sees;
+  the ops a kernel calls inside are not). Per graph op the name with overload and depth, and
+  per tensor the identity (a fresh id for each produced tensor, kept through in-place ops),
+  storage, dtype and shape, appended to C++ vectors and handed back as tensors (the
+  hand-back is in the time). "records nothing": the callback returns at once (the cost of
+  ``RecordFunction`` boxing every event's inputs and outputs). With frames: the innermost Python frame (code
   object, ``f_lasti``) of each top-level op, and the first frame outside the libraries
   (``site-packages``/stdlib) for go-to-source. With module scopes: Python's global module
-  hooks pushing and popping a scope into the same recorder.
+  hooks pushing and popping a scope into the same recorder. "+ op list in Python": the
+  columns then read into the dispatch mode's op list (a minimal graph build in Python).
+  "+ output moments": statistics on, in the callback: min, max, sum and sum of squares of
+  every floating output in one pass over its data as the op ends (a view over as many
+  elements of an input's storage shares that input's), parameters left for later.
+* A tiny-op model (``bench_torch_capture``'s deep ``ModuleList``, ``--blocks``): ops so
+  cheap that the cost per op stands out of a shared machine's noise; no targets there.
 
 Then the op lists compared (``--no-compare`` skips it): what a ``TorchDispatchMode`` sees
 (ops after autograd and after ``CompositeImplicitAutograd`` decomposition) against the C++
-callback's events and the execution trace's nodes, filtered by the same rule (an event is a
-graph op when every op above it is ``CompositeImplicitAutograd`` and it is not one itself),
+callback's graph ops and the execution trace's nodes (filtered here by the same rule),
 names (with overload) and edges (each op's inputs' producers). Last, the fixed cost of a
 statistics call on a tiny tensor at one thread (``aminmax``, ``var_mean``, ``sum``,
-TensorViz's ``stats_now``).
+TensorViz's ``stats_now``, the C++ one-pass moments called from Python) and the C++
+moments' largest relative difference from float64 reductions.
 
 Per op: the median of the pairs' CPU differences over the graph's op count (the dispatch
 mode's ops). The load average is printed before and after: the machine may be shared, so
@@ -70,288 +80,8 @@ import bench_torch_capture as btc  # noqa: E402
 
 TARGET_OFF, TARGET_ON, US_OFF, US_ON = btc.TARGET_OFF, btc.TARGET_ON, btc.TARGET_US_OFF, btc.TARGET_US_ON
 
-CPP_SOURCE = r"""
-#include <torch/extension.h>
-#include <ATen/record_function.h>
-#include <Python.h>
-#include <frameobject.h>
-#include <cstring>
-#include <unordered_map>
-#include <vector>
-
-namespace {
-
-// One row per op, one row per tensor reference, one row per module scope.
-struct Columns {
-  std::vector<int32_t> op_name, op_parent, op_depth, op_frame, op_user_frame, op_scope;
-  std::vector<int64_t> op_tensor_begin, op_first_id;
-  std::vector<int32_t> t_op;
-  std::vector<int8_t> t_role;       // 0 input, 1 output
-  std::vector<int64_t> t_id;        // value identity
-  std::vector<int64_t> t_storage;   // StorageImpl*, 0 when none
-  std::vector<int8_t> t_dtype;
-  std::vector<int64_t> t_shape_begin, shapes;  // shapes: rank, then the sizes
-  std::vector<PyObject*> frame_code;
-  std::vector<int32_t> frame_lasti;
-  std::vector<int64_t> scope_key;
-  std::vector<int32_t> scope_parent;
-};
-
-Columns cols;
-std::unordered_map<const char*, int32_t> name_index;  // per overload: the schema's name string
-std::vector<std::string> names;
-std::unordered_map<const c10::TensorImpl*, int64_t> live;
-std::unordered_map<uint64_t, int32_t> frame_index;
-std::unordered_map<PyObject*, bool> code_is_library;
-std::vector<int32_t> open_ops;
-int64_t next_id = 1;
-int32_t current_scope = -1;
-int frames_mode = 0;  // -1 record nothing (the mechanism's own cost), 0 no frames, 1 innermost frame,
-                      // 2 and the first frame outside the libraries
-at::CallbackHandle handle = 0;
-
-int32_t intern_name(const at::RecordFunction& fn) {
-  const char* n = fn.name();
-  auto it = name_index.find(n);
-  if (it != name_index.end()) return it->second;
-  std::string full(n);
-  auto op = fn.operator_name();
-  full += ".";
-  full += (op && !op->overload_name.empty()) ? op->overload_name : std::string("default");
-  int32_t i = static_cast<int32_t>(names.size());
-  names.push_back(full);
-  name_index.emplace(n, i);
-  return i;
-}
-
-int32_t intern_frame(PyObject* code, int lasti) {
-  uint64_t key = (reinterpret_cast<uint64_t>(code) << 20) ^ static_cast<uint64_t>(lasti);
-  auto it = frame_index.find(key);
-  if (it != frame_index.end()) return it->second;
-  int32_t i = static_cast<int32_t>(cols.frame_code.size());
-  Py_INCREF(code);
-  cols.frame_code.push_back(code);
-  cols.frame_lasti.push_back(lasti);
-  frame_index.emplace(key, i);
-  return i;
-}
-
-bool is_library(PyObject* code) {
-  auto it = code_is_library.find(code);
-  if (it != code_is_library.end()) return it->second;
-  PyObject* fn = PyObject_GetAttrString(code, "co_filename");
-  const char* s = fn ? PyUnicode_AsUTF8(fn) : nullptr;
-  bool lib = !s || std::strstr(s, "site-packages") || std::strstr(s, "/lib/python") || s[0] == '<';
-  Py_XDECREF(fn);
-  Py_INCREF(code);  // the cache keys on the pointer: keep the code object
-  code_is_library.emplace(code, lib);
-  return lib;
-}
-
-void record_frames(int32_t op) {
-  PyGILState_STATE g = PyGILState_Ensure();  // the op's binding released the GIL
-  PyFrameObject* f = PyEval_GetFrame();  // borrowed
-  int32_t inner = -1, user = -1;
-  if (f) {
-    PyCodeObject* code = PyFrame_GetCode(f);
-    inner = intern_frame(reinterpret_cast<PyObject*>(code), PyFrame_GetLasti(f));
-    if (frames_mode == 2) {
-      if (!is_library(reinterpret_cast<PyObject*>(code))) {
-        user = inner;
-      } else {
-        PyFrameObject* b = PyFrame_GetBack(f);  // new reference
-        while (b) {
-          PyCodeObject* bc = PyFrame_GetCode(b);
-          bool lib = is_library(reinterpret_cast<PyObject*>(bc));
-          if (!lib) user = intern_frame(reinterpret_cast<PyObject*>(bc), PyFrame_GetLasti(b));
-          Py_DECREF(bc);
-          PyFrameObject* nb = lib ? PyFrame_GetBack(b) : nullptr;
-          Py_DECREF(b);
-          b = nb;
-        }
-      }
-    }
-    Py_DECREF(code);
-  }
-  PyGILState_Release(g);
-  cols.op_frame[op] = inner;
-  cols.op_user_frame[op] = user;
-}
-
-inline void add_tensor(const at::Tensor& t, int32_t op, int8_t role, int64_t id) {
-  cols.t_op.push_back(op);
-  cols.t_role.push_back(role);
-  cols.t_id.push_back(id);
-  cols.t_storage.push_back(t.has_storage() ? reinterpret_cast<int64_t>(t.storage().unsafeGetStorageImpl()) : 0);
-  cols.t_dtype.push_back(static_cast<int8_t>(t.scalar_type()));
-  cols.t_shape_begin.push_back(static_cast<int64_t>(cols.shapes.size()));
-  auto sizes = t.sizes();
-  cols.shapes.push_back(static_cast<int64_t>(sizes.size()));
-  cols.shapes.insert(cols.shapes.end(), sizes.begin(), sizes.end());
-}
-
-// A Python number passed where an op takes a Tensor arrives as a 0-dim "wrapped number"
-// tensor: a constant, not a value of the graph (a dispatch mode gets it back as a number).
-inline bool is_value(const at::Tensor& t) {
-  return t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number();
-}
-
-template <typename F>
-inline void each_tensor(const c10::IValue& v, F&& f) {
-  if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    if (is_value(t)) f(t);
-  } else if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorList().vec()) if (is_value(t)) f(t);
-  } else if (v.isList()) {
-    for (const c10::IValue& e : v.toListRef()) if (e.isTensor() && is_value(e.toTensor())) f(e.toTensor());
-  } else if (v.isTuple()) {
-    for (const c10::IValue& e : v.toTupleRef().elements()) if (e.isTensor() && is_value(e.toTensor())) f(e.toTensor());
-  }
-}
-
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  if (frames_mode < 0) return nullptr;
-  int32_t op = static_cast<int32_t>(cols.op_name.size());
-  cols.op_name.push_back(intern_name(fn));
-  cols.op_parent.push_back(open_ops.empty() ? -1 : open_ops.back());
-  cols.op_depth.push_back(static_cast<int32_t>(open_ops.size()));
-  cols.op_scope.push_back(current_scope);
-  cols.op_tensor_begin.push_back(static_cast<int64_t>(cols.t_op.size()));
-  cols.op_first_id.push_back(next_id);
-  cols.op_frame.push_back(-1);
-  cols.op_user_frame.push_back(-1);
-  if (frames_mode > 0 && open_ops.empty()) record_frames(op);  // nested ops share their caller's frame
-  open_ops.push_back(op);
-  for (const c10::IValue& v : fn.inputs()) {
-    each_tensor(v, [&](const at::Tensor& t) {
-      auto it = live.find(t.unsafeGetTensorImpl());
-      int64_t id;
-      if (it != live.end()) {
-        id = it->second;
-      } else {  // from outside any recorded op: a parameter, the model's input
-        id = next_id++;
-        live.emplace(t.unsafeGetTensorImpl(), id);
-      }
-      add_tensor(t, op, 0, id);
-    });
-  }
-  return nullptr;
-}
-
-void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  if (frames_mode < 0 || open_ops.empty()) return;
-  int32_t op = open_ops.back();
-  open_ops.pop_back();
-  int64_t in_begin = cols.op_tensor_begin[op], in_end = static_cast<int64_t>(cols.t_op.size());
-  int64_t first_id = cols.op_first_id[op];
-  for (const c10::IValue& v : fn.outputs()) {
-    each_tensor(v, [&](const at::Tensor& t) {
-      // The same value when an op inside this one made it, or when it is one of this
-      // op's inputs (in place, out=); else a new value (a TensorImpl address can be reused).
-      const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-      auto it = live.find(impl);
-      int64_t id = -1;
-      if (it != live.end()) {
-        if (it->second >= first_id) id = it->second;
-        for (int64_t i = in_begin; id < 0 && i < in_end; ++i)
-          if (cols.t_op[i] == op && cols.t_role[i] == 0 && cols.t_id[i] == it->second) id = it->second;
-      }
-      if (id < 0) {
-        id = next_id++;
-        live[impl] = id;
-      }
-      add_tensor(t, op, 1, id);
-    });
-  }
-}
-
-void reset() {
-  for (PyObject* c : cols.frame_code) Py_DECREF(c);
-  cols = Columns();
-  live.clear();
-  frame_index.clear();
-  open_ops.clear();
-  next_id = 1;
-  current_scope = -1;
-}
-
-void start(int64_t frames, int64_t reserve) {
-  reset();
-  frames_mode = static_cast<int>(frames);
-  for (auto* v : {&cols.op_name, &cols.op_parent, &cols.op_depth, &cols.op_scope, &cols.op_frame, &cols.op_user_frame})
-    v->reserve(reserve);
-  cols.op_tensor_begin.reserve(reserve);
-  cols.op_first_id.reserve(reserve);
-  cols.t_op.reserve(4 * reserve);
-  cols.t_role.reserve(4 * reserve);
-  cols.t_id.reserve(4 * reserve);
-  cols.t_storage.reserve(4 * reserve);
-  cols.t_dtype.reserve(4 * reserve);
-  cols.t_shape_begin.reserve(4 * reserve);
-  cols.shapes.reserve(16 * reserve);
-  live.reserve(4 * reserve);
-  handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
-                                     .needsInputs(true)
-                                     .needsOutputs(true)
-                                     .scopes({at::RecordScope::FUNCTION}));
-}
-
-void push_scope(int64_t key) {
-  int32_t row = static_cast<int32_t>(cols.scope_key.size());
-  cols.scope_key.push_back(key);
-  cols.scope_parent.push_back(current_scope);
-  current_scope = row;
-}
-
-void pop_scope() {
-  if (current_scope >= 0) current_scope = cols.scope_parent[current_scope];
-}
-
-template <typename T>
-torch::Tensor column(const std::vector<T>& v, at::ScalarType st) {
-  auto out = torch::empty({static_cast<int64_t>(v.size())}, torch::dtype(st));
-  if (!v.empty()) std::memcpy(out.data_ptr(), v.data(), v.size() * sizeof(T));
-  return out;
-}
-
-py::dict stop() {
-  if (handle) at::removeCallback(handle);
-  handle = 0;
-  py::dict d;
-  d["names"] = names;
-  d["op_name"] = column(cols.op_name, at::kInt);
-  d["op_parent"] = column(cols.op_parent, at::kInt);
-  d["op_depth"] = column(cols.op_depth, at::kInt);
-  d["op_scope"] = column(cols.op_scope, at::kInt);
-  d["op_frame"] = column(cols.op_frame, at::kInt);
-  d["op_user_frame"] = column(cols.op_user_frame, at::kInt);
-  d["op_tensor_begin"] = column(cols.op_tensor_begin, at::kLong);
-  d["t_op"] = column(cols.t_op, at::kInt);
-  d["t_role"] = column(cols.t_role, at::kChar);
-  d["t_id"] = column(cols.t_id, at::kLong);
-  d["t_storage"] = column(cols.t_storage, at::kLong);
-  d["t_dtype"] = column(cols.t_dtype, at::kChar);
-  d["t_shape_begin"] = column(cols.t_shape_begin, at::kLong);
-  d["shapes"] = column(cols.shapes, at::kLong);
-  d["scope_key"] = column(cols.scope_key, at::kLong);
-  d["scope_parent"] = column(cols.scope_parent, at::kInt);
-  py::list codes;
-  for (PyObject* c : cols.frame_code) codes.append(py::reinterpret_borrow<py::object>(c));
-  d["frame_code"] = codes;
-  d["frame_lasti"] = column(cols.frame_lasti, at::kInt);
-  return d;
-}
-
-}  // namespace
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("start", &start, "start recording (frames: -1 record nothing, 0 no frames, 1 innermost, 2 and first user frame)");
-  m.def("stop", &stop, "stop recording; the columns");
-  m.def("push_scope", &push_scope);
-  m.def("pop_scope", &pop_scope);
-}
-"""
+CFLAGS = ["-O2", "-DNDEBUG"]  # NDEBUG: as torch is built (its headers' debug-only checks off)
+CPP_SOURCE = (Path(__file__).resolve().parent / "bench_torch_record_floor.cpp").read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- the C++ recorder
@@ -366,11 +96,11 @@ def build_cpp(fresh: bool, build_dir: Path | None = None) -> tuple[object | None
         build_dir = Path.home() / ".cache" / "tensorviz-bench" / f"record_floor-torch{torch.__version__}"
         build_dir.mkdir(parents=True, exist_ok=True)
     marker = build_dir / "tv_source.sha256"
-    digest = hashlib.sha256(CPP_SOURCE.encode()).hexdigest()
+    digest = hashlib.sha256((CPP_SOURCE + " ".join(CFLAGS)).encode()).hexdigest()
     had = marker.is_file() and marker.read_text() == digest
     w = time.perf_counter()
     try:
-        ext = load_inline("tv_record_floor", cpp_sources=[CPP_SOURCE], extra_cflags=["-O2", "-DNDEBUG"],
+        ext = load_inline("tv_record_floor", cpp_sources=[CPP_SOURCE], extra_cflags=CFLAGS,
                           build_directory=str(build_dir), verbose=False)
     except Exception as exc:  # noqa: BLE001 - no compiler here: say so and go on without it
         return None, f"C++ recorder not built: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", build_dir
@@ -405,14 +135,15 @@ def cached_load_seconds(build_dir: Path) -> float:
         return float("nan")
 
 
-def cpp_record(ext, model, x, frames: int = 0, scopes: bool = False, reserve: int = 4096) -> dict:
+def cpp_record(ext, model, x, frames: int = 0, scopes: bool = False, reserve: int = 4096,
+               stats: bool = False) -> dict:
     handles = []
     if scopes:
         mm = torch.nn.modules.module
         push, pop = ext.push_scope, ext.pop_scope
         handles = [mm.register_module_forward_pre_hook(lambda m, a: push(id(m))),
                    mm.register_module_forward_hook(lambda m, a, o: pop(), always_call=True)]
-    ext.start(frames, reserve)
+    ext.start(frames, reserve, stats)
     try:
         model(x)
     finally:
@@ -660,8 +391,12 @@ def compare_lists(name: str, model, x, ext, with_et: bool) -> None:
     print(f"\n{name}: op lists against a TorchDispatchMode ({len(ref_ops)} ops)")
     if ext is not None:
         cols = cpp_record(ext, model, x)
-        print(f"  (C++ callback: {len(cols['op_name'])} RecordFunction events, all depths)")
+        print(f"  (C++ callback: {cols['events']} RecordFunction events, all depths; {len(cols['op_name'])} graph ops "
+              "kept by the callback)")
         compare("C++ RecordFunction, filtered", ref_ops, cpp_ops(cols))
+        measured, shared, copied, elements = cpp_record(ext, model, x, 0, False, 4096, True)["stats"]
+        print(f"  statistics in the callback: {measured} outputs measured ({elements:,} elements; {copied} not "
+              f"contiguous, copied first), {shared} views sharing an input's")
     if with_et:
         ops, n_nodes = et_ops(execution_trace(model, x, True))
         print(f"  (execution trace: {n_nodes} op nodes, all depths)")
@@ -688,6 +423,7 @@ ROWS = {
     "cpp_user": ("C++ RF + user frame", "yes", "yes", "-"),
     "cpp_all": ("C++ RF + user frame + scopes", "yes", "yes", "yes"),
     "cpp_all_ops": ("  ... + op list in Python", "yes", "yes", "yes"),
+    "cpp_all_stats": ("C++ RF, all + output moments", "yes", "yes", "yes"),
 }
 
 
@@ -713,13 +449,21 @@ def variants(model, x, ext, n_ops: int) -> dict:
             "cpp_user": lambda: cpp_record(ext, model, x, 2, False, reserve),
             "cpp_all": lambda: cpp_record(ext, model, x, 2, True, reserve),
             "cpp_all_ops": lambda: cpp_ops(cpp_record(ext, model, x, 2, True, reserve)),
+            "cpp_all_stats": lambda: cpp_record(ext, model, x, 2, True, reserve, True),
         })
     return v
 
 
-def verdict(ratio: float, per_op: float) -> str:
+STATS_ROWS = {"cpp_all_stats"}
+
+
+def verdict(ratio: float, per_op: float, stats: bool = False) -> str:
+    """Under both budgets, under the statistics-on one only, or neither (a row measuring
+    statistics: under the statistics-on budget or not)."""
     off = ratio <= TARGET_OFF and per_op <= US_OFF
     on = ratio <= TARGET_ON and per_op <= US_ON
+    if stats:
+        return "on" if on else "-"
     return "both" if off else ("on only" if on else "-")
 
 
@@ -740,7 +484,7 @@ def print_table(results: list[tuple[str, int, float, dict, bool]]) -> None:
                 continue
             present = True
             per_op = row["diff"] / n_ops * 1e6
-            fits = verdict(row["ratio"], per_op) if targeted else ""
+            fits = verdict(row["ratio"], per_op, key in STATS_ROWS) if targeted else ""
             cells += f"{row['ratio']:8.3f}{per_op:8.1f}{fits:>10}"
         if present:
             print(f"{label:34}{cells}{e:>8}{fr:>8}{sc:>8}")
@@ -766,7 +510,15 @@ def deep_stack(blocks: int) -> torch.nn.Module:
 
 # --------------------------------------------------------------------------- statistics calls
 
-def stats_calls(repeat: int) -> None:
+def four_read_back(t: torch.Tensor) -> list[float]:
+    mn, mx = torch.aminmax(t)
+    return torch.stack([mn, mx, t.sum(), t.square().sum()]).tolist()
+
+
+def stats_calls(repeat: int, ext) -> None:
+    """The fixed cost of a statistics call on a tiny tensor at one thread, and the C++
+    one-pass moments (what the callback runs per output) beside torch's, with their
+    largest relative difference from float64 reductions."""
     from capture.torch import stats as stats_module
 
     t = torch.randn(16)
@@ -775,16 +527,31 @@ def stats_calls(repeat: int) -> None:
         "torch.aminmax(t)": lambda: torch.aminmax(t),
         "torch.var_mean(t)": lambda: torch.var_mean(t),
         "t.sum()": lambda: t.sum(),
-        "aminmax + sum + sum of squares, read back": lambda: (torch.aminmax(t), t.sum(), t.square().sum()) and
-        torch.stack([*torch.aminmax(t), t.sum(), t.square().sum()]).tolist(),
+        "aminmax, sum, sum of squares, read back": lambda: four_read_back(t),
         "TensorViz stats_now(t)": lambda: stats_module.stats_now(t),
         "TensorViz stats_now(256x256)": lambda: stats_module.stats_now(big),
+        "aminmax, sum, sum of squares (256x256)": lambda: four_read_back(big),
     }
+    if ext is not None:
+        calls["C++ one-pass moments(t), from Python"] = lambda: ext.moments(t)
+        calls["C++ one-pass moments(256x256), from Python"] = lambda: ext.moments(big)
     n = 2000
-    print(f"\nstatistics: fixed CPU cost per call at one thread, tiny tensor [16] float32 (best of {repeat} x {n} calls)")
+    print(f"\nstatistics: CPU per call at one thread, t = [16] float32 (best of {repeat} x {n} calls)")
     for label, fn in calls.items():
-        best = min(btc.cpu_of(lambda: [fn() for _ in range(n)])[0] for _ in range(repeat))
-        print(f"  {label:44}{best / n * 1e6:8.2f} us")
+        best = min(btc.cpu_of(lambda fn=fn: [fn() for _ in range(n)])[0] for _ in range(repeat))
+        print(f"  {label:46}{best / n * 1e6:8.2f} us")
+    if ext is None:
+        return
+    worst = 0.0
+    for size in (1, 17, 2048, 5000, 1 << 20):
+        for dtype in (torch.float32, torch.bfloat16, torch.float64):
+            x = (torch.randn(size) * 3 + 1).to(dtype)
+            d = x.double()
+            ref = [d.min().item(), d.max().item(), d.sum().item(), d.square().sum().item()]
+            got = ext.moments(x)
+            worst = max(worst, max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(got, ref)))
+    print(f"  C++ one-pass moments against float64 reductions (1 to 1M elements; float32, bfloat16, float64): "
+          f"largest relative difference {worst:.1e}")
 
 
 # --------------------------------------------------------------------------- main
@@ -832,7 +599,7 @@ def main() -> None:
             if not args.no_compare:
                 compare_lists(name, model, x, ext, with_et=name.startswith("Llama"))
     print_table(results)
-    stats_calls(args.repeat)
+    stats_calls(args.repeat, ext)
     print(f"after: {btc.load_line()}")
 
 
