@@ -4,7 +4,7 @@ asked for (:class:`ValueSummaries`)."""
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any
 
 from capture.graph import gc_pause
@@ -69,13 +69,8 @@ class ValueSummaries:
                 off, dims = values.shape_columns()
                 # each shape a tuple, by C-level passes (slices of the dimensions column)
                 shapes: Any = map(tuple, map(dims.__getitem__, map(slice, off, islice(off, 1, None))))
-                if self._shardings is None:  # nothing split: every label by C-level passes
-                    with gc_pause.paused():
-                        keys = list(zip(shapes, values.dtype_column()))
-                        texts = {key: value_label(list(key[0]), key[1]) for key in dict.fromkeys(keys)}
-                        self._all = list(map(texts.__getitem__, keys))
-                    return self._all
-                rows: Any = zip(shapes, values.dtype_column(), self._shardings)
+                rows: Any = zip(shapes, values.dtype_column(),
+                                self._shardings if self._shardings is not None else repeat(None))
             else:
                 rows = ((tuple(val.shape), val.dtype, val.sharding) for val in values)
             with gc_pause.paused():
