@@ -10,6 +10,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from itertools import islice, repeat
+from operator import lt
 from typing import Any, cast
 
 from ..units import COUNT_LIMIT
@@ -193,9 +194,10 @@ def _build(body: Any, header: dict[str, Any], version: int) -> Capture:
     values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured, shardings)
 
     # groups and frames (nodes refer to them)
-    groups = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
-        _listed_groups(b.get("groups"))
-    _check_acyclic(groups)
+    groups, parents_first = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
+        (_listed_groups(b.get("groups")), False)
+    if not parents_first:  # each parent listed before its children (as writers list them): no cycle
+        _check_acyclic(groups)
     frames = _read_frames(b, strings)
     nodes = _read_nodes(b, strings, n_values, len(groups), len(frames), packed)
     n_nodes = len(nodes)
@@ -497,8 +499,9 @@ def _listed_groups(obj: Any) -> list[Group]:
     return groups
 
 
-def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> list[Group]:
-    """Version 3's groups: kind, name and parent columns, and the attrs in map columns."""
+def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> tuple[list[Group], bool]:
+    """Version 3's groups: kind, name and parent columns, and the attrs in map columns;
+    and whether every group's parent comes before it (then they form no cycle)."""
     n_str = len(strings)
     kinds = _packed_ints(cols.get("kind"), "groups.kind", None, 0, n_str, few=True)
     n = len(kinds)
@@ -509,8 +512,9 @@ def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> list[Group]:
         raise _Invalid(f"groups[{bad}].parent: out of range")
     # the attrs maps are built when first read (capture/graph/group_table.py)
     table = GroupAttrs(unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain))
-    return list(map(FileGroup, range(n), map(strings.__getitem__, kinds), map(strings.__getitem__, names),
-                    [None if p < 0 else p for p in parents], repeat(None), repeat(table)))
+    groups = list(map(FileGroup, range(n), map(strings.__getitem__, kinds), map(strings.__getitem__, names),
+                      [None if p < 0 else p for p in parents], repeat(None), repeat(table)))
+    return groups, all(map(lt, parents, range(n)))
 
 
 def _raw_within_depth(values: list[Any], where: str) -> None:

@@ -84,3 +84,14 @@ def test_one_key_of_every_group_reads_from_its_column():
     mixed = back + [Group(len(back), "step", "step 0", 0, {"class": "Step"}), FileGroup(99, "x", "y", None, {})]
     assert attr_values(mixed, "class") == want + ["Step", None]
     assert attr_values(cap.groups, "class") == [g.attrs.get("class") for g in cap.groups] and attr_values([], "x") == []
+
+
+def test_groups_listed_before_their_parent_are_checked_for_cycles():
+    """Parents listed first (as writers list them) need no cycle check; any other order is
+    checked: a child before its parent reads, a cycle is refused with the group named."""
+    cap = _capture(5)
+    cap.groups[1].parent, cap.groups[3].parent = 3, None  # group 1 under group 3, listed first
+    assert [g.parent for g in _read(cap).groups] == [g.parent for g in cap.groups]
+    cap.groups[3].parent = 1  # 1 -> 3 -> 1
+    with pytest.raises(graphfile.GraphFileError, match=r"groups\[\d\]\.parent: groups form a cycle"):
+        _read(cap)
