@@ -117,6 +117,8 @@ class _Folder:
         self.line_of.append(-1)  # frame -1 (none) reads the last entry
         self._tokens: defaultdict[Any, int] = defaultdict(count().__next__)
         self._run_spans: list[tuple[int, int]] = []  # the spans of the run _accept looked at last
+        self._accepts = 0  # runs checked against the nodes (_accept) so far
+        self._barren: dict[tuple[int, ...], int] = {}  # tokens of a container without a run -> budget its search spent
 
     @property
     def group(self) -> list[int]:
@@ -195,10 +197,27 @@ class _Folder:
         return len(self.groups) > self.ng
 
     def _fold_container(self, c: int, refs: list[int]) -> list[tuple[int, list[int]]]:
-        n = len(refs)
-        if n < 2 * MIN_STEP_OPS:
+        if len(refs) < 2 * MIN_STEP_OPS:
             return []  # two steps of two children at least
         tokens = self._tokens_of(refs)
+        # Containers alike (the 14,285 ``linear`` calls of a deep ModuleList, each a view, a
+        # matmul and a view again) are searched once: until a run is checked against the
+        # nodes (_accept), the search reads the tokens alone, so a container whose tokens
+        # came before with no run to check finds none again, at the same cost in budget
+        key = tuple(tokens)
+        spent = self._barren.get(key)
+        if spent is not None and self.budget - spent > 0:
+            self.budget -= spent  # every check of the budget passes, as it did then
+            return []
+        budget, accepts = self.budget, self._accepts
+        made = self._runs(c, refs, tokens)
+        if self._accepts == accepts and self.budget > 0:
+            self._barren[key] = budget - self.budget
+        return made
+
+    def _runs(self, c: int, refs: list[int], tokens: list[int]) -> list[tuple[int, list[int]]]:
+        """The steps made of the runs among container ``c``'s children (``tokens``: theirs)."""
+        n = len(refs)
         # A run of steps of two children or more (one child is never a step: one op, or
         # one group again, a stack already) repeats each pair of children a period on: the
         # candidate periods at i are the distances to the next occurrences of its pair.
@@ -269,6 +288,7 @@ class _Folder:
     def _accept(self, refs: list[int], i: int, k: int, reps: int) -> int:
         """How many of the ``reps`` repetitions from ``i`` are iterations (0 or 1: none):
         the leading ones that are contiguous, carry a value on, and run no data-dependent op."""
+        self._accepts += 1
         if k == 1 and refs[i] < 0:
             return 0  # one group again and again: a stack of calls or layers already
         if not any(self._framed(r) for r in refs[i:i + k]):

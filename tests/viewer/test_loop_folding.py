@@ -111,6 +111,47 @@ def test_a_loop_folds_into_one_stack_of_steps_that_says_what_it_carries():
     assert p.group(step)["frame"]["line"] == 21
 
 
+def alike_calls(calls: int, steps: int = 0):
+    """A deep ModuleList of ``Linear`` layers: ``calls`` ``linear`` calls alike (a view,
+    a transpose, a matmul, a view again: the view twice from one line, no run), then a
+    loop of ``steps`` iterations in the model itself."""
+    b = _Builder()
+    model = b.group("module", "Deep", None, path="", **{"class": "Deep"})
+    x = b.value([2, 8])
+    for k in range(calls):
+        block = b.group("module", f"blocks.{k}", model, path=f"blocks.{k}", frame=b.frame("model.py", 3),
+                        **{"class": "Linear"})
+        fn = b.group("function", "linear", block, function="torch.nn.functional.linear")
+        v = b.node("aten::view", [x], fn, 7)
+        w = b.node("aten::t", [x], fn, 7)
+        v = b.node("aten::addmm", [v, w], fn, 7)
+        x = b.node("aten::view", [v], fn, 7)
+    for _ in range(steps):
+        x = b.node("aten::mul.Tensor", [x, x], model, 21)
+        x = b.node("aten::add.Tensor", [x, x], model, 22)
+    return b.capture([0], [x])
+
+
+def test_containers_alike_are_searched_once_with_the_same_budget(monkeypatch):
+    from capture.analysis import loops
+
+    searched = []
+    runs = loops._Folder._runs
+    monkeypatch.setattr(loops._Folder, "_runs", lambda self, c, refs, tokens: searched.append(c) or runs(self, c, refs, tokens))
+    cap = alike_calls(300, steps=4)
+    out, steps = folded(cap)
+    assert len(steps) == 4 and sum(1 for g in out.groups if g.name == "linear") == 300
+    assert len(searched) == 2  # one linear call (the others alike, without a run), and the model
+    # the budget the alike containers spent is counted for each, as if each were searched
+    plain = loops._Folder(cap, GraphIndex(cap))
+    plain._barren = {}
+    plain.__class__ = type("Unmemoized", (loops._Folder,), {"_fold_container": lambda self, c, refs: self._runs(
+        c, refs, self._tokens_of(refs)) if len(refs) >= 2 * loops.MIN_STEP_OPS else []})
+    memo = loops._Folder(cap, GraphIndex(cap))
+    assert plain.fold() and memo.fold() and plain.budget == memo.budget
+    assert [g.name for g in plain.groups] == [g.name for g in memo.groups]
+
+
 def test_the_last_step_folds_with_the_others_though_it_hands_nothing_on():
     """The last step's carried value goes nowhere (the loop ended): still the same code."""
     p = Projection(loop_capture(4))
