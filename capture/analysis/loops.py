@@ -79,6 +79,7 @@ class LoopIndex(Protocol):
     last: list[int]  # by slot: its last node
     node_count: list[int]  # by slot: its nodes
     direct_nodes: list[list[int]]  # by slot: the nodes directly in it, in program order
+    child_groups: list[list[int]]  # by slot: its child groups
     producer: list[int]  # by value: the node that made it, -1 for none
 
     def ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]: ...
@@ -134,9 +135,11 @@ class _Folder:
         rest are not searched."""
         cols = self.index.cols
         frame_of, op_of = cols.frame.__getitem__, cols.op.__getitem__
+        direct = self.index.direct_nodes
         out = []
-        for slot, d in enumerate(self.index.direct_nodes):
-            if len(d) >= 2 * MIN_STEP_OPS and len(set(zip(map(frame_of, d), map(op_of, d)))) < len(d):
+        for slot in compress(range(len(direct)), map((2 * MIN_STEP_OPS - 1).__lt__, map(len, direct))):
+            d = direct[slot]
+            if len(set(zip(map(frame_of, d), map(op_of, d)))) < len(d):
                 out.append(slot - 1)
         calls = Counter(zip(self.index.parent, [g.name for g in self.groups]))
         out += [p for (p, _), c in calls.items() if c > 1]
@@ -145,6 +148,8 @@ class _Folder:
     def _children(self, c: int) -> list[int]:
         """Container ``c``'s children that ran ops, in program order: a node id, or
         ``~g`` for a child group."""
+        if not self.index.child_groups[c + 1]:
+            return self.index.direct_nodes[c + 1]  # its nodes alone, in program order (read, never changed)
         count = self.index.node_count
         return [r for r in self.index.ordered(c)[1] if r >= 0 or count[~r + 1]]
 
