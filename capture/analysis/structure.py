@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from itertools import chain, compress, cycle, filterfalse
-from operator import sub as sub_
+from itertools import chain, compress, cycle, filterfalse, repeat
+from operator import attrgetter, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -397,8 +397,13 @@ def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_wei
     par = index.parent[c0:g_end]
     if list(map(sub_, par[g_step:], par[:-g_step])) != ([0] + [g_step] * (g_step - 1)) * (k - 1):
         return False
-    kinds = [(grp.kind, _class(grp)) for grp in groups[c0:g_end]]
-    if kinds[g_step:] != kinds[:-g_step] or any(c is not None and type(c) is not str for _, c in kinds[:g_step]):
+    run_groups = groups[c0:g_end]
+    kinds = list(map(attrgetter("kind"), run_groups))
+    attrs = list(map(attrgetter("attrs"), run_groups))
+    if kinds[g_step:] != kinds[:-g_step] or not all(map(dict.__instancecheck__, attrs)):
+        return False
+    classes = list(map(dict.get, attrs, repeat("class")))
+    if classes[g_step:] != classes[:-g_step] or any(c is not None and type(c) is not str for c in classes[:g_step]):
         return False
     if not _same_nodes(cols, s, e, n_step, m, g_step, parent):
         return False
@@ -407,8 +412,7 @@ def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_wei
         return False
     v_step, moves = got
     out.model[c0] = [(c, r, v_step, moves) for r, c in enumerate(run) if r]
-    for g in range(c0 + g_step, g_end):
-        out.clone_of[g] = c0 + (g - c0) % g_step
+    out.clone_of.update(zip(range(c0 + g_step, g_end), cycle(range(c0, c0 + g_step))))
     return True
 
 

@@ -137,10 +137,9 @@ class Presentation:
             chain.append(g)
             if g in self.index.body_node or not (kernels or g not in self.function_cards):
                 break
-            shown = self._shown(g, kernels, 2)
-            if len(shown) != 1:
+            r = self._only(g, kernels)
+            if r is None:
                 break
-            r = shown[0]
             if self._is_op(r, kernels):
                 got = r
                 break
@@ -164,6 +163,24 @@ class Presentation:
 
     def _is_op(self, ref: int, kernels: bool) -> bool:
         return ref >= 0 or (not kernels and ~ref in self.function_cards)
+
+    def _only(self, g: int, kernels: bool) -> int | None:
+        """The child ref of ``g`` its page draws when it draws one alone, else ``None``
+        (none, or two or more): counted in any order, so a group's children are not put
+        in program order for it (``single`` is asked of every block of a 14,285-block stack)."""
+        ix, drawn = self.index, self.drawn
+        found: int | None = None
+        for r in ix.direct_nodes[g + 1]:
+            if drawn(r, kernels):
+                if found is not None:
+                    return None
+                found = r
+        for c in ix.child_groups[g + 1]:
+            if drawn(~c, kernels):
+                if found is not None:
+                    return None
+                found = ~c
+        return found
 
     def _shown(self, g: int, kernels: bool, most: int) -> list[int]:
         """The first ``most`` children of ``g`` its page draws."""
