@@ -372,7 +372,25 @@ def _class(grp: Any) -> Any:
 def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool],
                run: list[int], parent: int, routed: frozenset[int]) -> bool:
     """Whether the blocks of ``run`` (children of ``parent`` alike by their counts)
-    repeat the first; if so, they are entered in ``out``."""
+    repeat the first; if so, they are entered in ``out``. Its first three blocks are
+    checked first: a run that fails, fails there most often (a stack's first block reading
+    its input from elsewhere), at the cost of three blocks rather than of all."""
+    if len(run) > 3 and _repeats(capture, index, labels, is_weight, run[:3], parent, routed) is None:
+        return False
+    got = _repeats(capture, index, labels, is_weight, run, parent, routed)
+    if got is None:
+        return False
+    c0, g_step = run[0], run[1] - run[0]
+    g_end = c0 + len(run) * g_step
+    v_step, moves = got
+    out.model[c0] = [(c, r, v_step, moves) for r, c in enumerate(run) if r]
+    out.clone_of.update(zip(range(c0 + g_step, g_end), cycle(range(c0, c0 + g_step))))
+    return True
+
+
+def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool], run: list[int],
+             parent: int, routed: frozenset[int]) -> tuple[int, dict[int, int]] | None:
+    """``(V, moves)`` (see :func:`_same_values`) when the blocks of ``run`` repeat the first."""
     cols, groups = index.cols, capture.groups
     k, c0 = len(run), run[0]
     g_step = run[1] - c0
@@ -381,7 +399,7 @@ def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_wei
     n_step = index.first[run[1] + 1] - s
     e = index.first[run[-1] + 1] + m
     if any(index.last[c + 1] - index.first[c + 1] + 1 != m for c in run):
-        return False  # a block's nodes are not one stretch of the program
+        return None  # a block's nodes are not one stretch of the program
     # block 0's groups are the ids c0 .. c0+G-1, each holding nodes; the others' are a
     # period on (their parents too), with no other child group
     sub = [c0]
@@ -389,31 +407,25 @@ def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_wei
         sub.extend(index.child_groups[g + 1])
     g_end = c0 + k * g_step
     if sorted(sub) != list(range(c0, c0 + g_step)) or 0 in index.node_count[c0 + 1:g_end + 1]:
-        return False
+        return None
     if sum(map(len, index.child_groups[c0 + 1:g_end + 1])) != k * (g_step - 1):
-        return False
+        return None
     if any(c0 <= g < g_end for g in routed):
-        return False  # what routing chose differs per block (its content is no signature's)
+        return None  # what routing chose differs per block (its content is no signature's)
     par = index.parent[c0:g_end]
     if list(map(sub_, par[g_step:], par[:-g_step])) != ([0] + [g_step] * (g_step - 1)) * (k - 1):
-        return False
+        return None
     run_groups = groups[c0:g_end]
     kinds = list(map(attrgetter("kind"), run_groups))
     attrs = list(map(attrgetter("attrs"), run_groups))
     if kinds[g_step:] != kinds[:-g_step] or not all(map(dict.__instancecheck__, attrs)):
-        return False
+        return None
     classes = list(map(dict.get, attrs, repeat("class")))
     if classes[g_step:] != classes[:-g_step] or any(c is not None and type(c) is not str for c in classes[:g_step]):
-        return False
+        return None
     if not _same_nodes(cols, s, e, n_step, m, g_step, parent):
-        return False
-    got = _same_values(cols, index, labels, is_weight, s, e, n_step, c0, g_end, g_step)
-    if got is None:
-        return False
-    v_step, moves = got
-    out.model[c0] = [(c, r, v_step, moves) for r, c in enumerate(run) if r]
-    out.clone_of.update(zip(range(c0 + g_step, g_end), cycle(range(c0, c0 + g_step))))
-    return True
+        return None
+    return _same_values(cols, index, labels, is_weight, s, e, n_step, c0, g_end, g_step)
 
 
 def _same_nodes(cols: Any, s: int, e: int, n_step: int, m: int, g_step: int, parent: int) -> bool:
