@@ -60,8 +60,8 @@ def answers(cap: Any, n_groups: int) -> Iterator[tuple[str, bytes]]:
     if cap.failure is not None:
         return
     p.prepare()
-    for key in p.first_pages():
-        yield f"first {key}", _dumps(p.children(*key))
+    for page in p.first_pages():
+        yield f"first {page}", _dumps(p.children(*page))
     st = p.structure()
     yield "signature", _dumps(st.signature)
     yield "routing", _dumps(st.routing)
