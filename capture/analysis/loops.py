@@ -118,8 +118,11 @@ class _Folder:
         self.line_of.append(-1)  # frame -1 (none) reads the last entry
         self._tokens: defaultdict[Any, int] = defaultdict(count().__next__)
         self._run_spans: list[tuple[int, int]] = []  # the spans of the run _accept looked at last
-        self._accepts = 0  # runs checked against the nodes (_accept) so far
-        self._barren: dict[tuple[int, ...], int] = {}  # tokens of a container without a run -> budget its search spent
+        #: tokens of a container searched without a step made -> (the budget its search spent
+        #: besides its checks against the nodes, those checks: (i, k, reps, kept, budget))
+        self._searched: dict[tuple[int, ...], tuple[int, list[tuple[int, int, int, int, int]]]] = {}
+        self._checks: list[tuple[int, int, int, int, int]] | None = None  # the search's checks, as made
+        self._op_tokens: list[int] | None = None  # each op's token, made when children mixed with groups are first tokenized
 
     @property
     def group(self) -> list[int]:
@@ -171,7 +174,11 @@ class _Folder:
         if refs and min(refs) >= 0:
             lines = map(self.line_of.__getitem__, map(self.frame.__getitem__, refs))  # frame -1: the last entry, -1
             return list(map(self._tokens.__getitem__, zip(map(self.op.__getitem__, refs), lines)))
-        return [self._token(r) for r in refs]
+        if self._op_tokens is None:  # every op's token, by C-level passes (children mixed: an attention's)
+            lines = map(self.line_of.__getitem__, map(self.frame.__getitem__, range(self.n)))
+            self._op_tokens = list(map(self._tokens.__getitem__, zip(self.op, lines)))
+        op_tokens = self._op_tokens
+        return [op_tokens[r] if r >= 0 else self._token(r) for r in refs]
 
     def _token(self, ref: int) -> int:
         if ref >= 0:
@@ -205,19 +212,28 @@ class _Folder:
         if len(refs) < 2 * MIN_STEP_OPS:
             return []  # two steps of two children at least
         tokens = self._tokens_of(refs)
-        # Containers alike (the 14,285 ``linear`` calls of a deep ModuleList, each a view, a
-        # matmul and a view again) are searched once: until a run is checked against the
-        # nodes (_accept), the search reads the tokens alone, so a container whose tokens
-        # came before with no run to check finds none again, at the same cost in budget
+        # Containers alike (the 14,285 ``linear`` calls of a deep ModuleList; a 96-layer
+        # Llama's 1,344 attention calls, each with q and k rotated alike) are searched once:
+        # the search reads the tokens alone but where it checks a run against the nodes
+        # (_accept), so a container whose tokens came before, without a step made, is
+        # searched again by checking the same runs against its own nodes: when each
+        # check answers as it did then, it finds no step again, at the same budget
         key = tuple(tokens)
-        spent = self._barren.get(key)
-        if spent is not None and self.budget - spent > 0:
-            self.budget -= spent  # every check of the budget passes, as it did then
-            return []
-        budget, accepts = self.budget, self._accepts
+        seen = self._searched.get(key)
+        if seen is not None:
+            budget = self.budget
+            spent, checks = seen
+            if all(self._accept(refs, *check[:3]) == check[3] for check in checks) and self.budget - spent > 0:
+                self.budget -= spent  # every check of the budget passes, as it did then
+                return []
+            self.budget = budget  # searched in full, as if not seen
+        checks: list[tuple[int, int, int, int, int]] = []
+        budget, self._checks = self.budget, checks
         made = self._runs(c, refs, tokens)
-        if self._accepts == accepts and self.budget > 0:
-            self._barren[key] = budget - self.budget
+        self._checks = None
+        if not made and self.budget > 0:
+            # the budget the search spent besides its checks against the nodes
+            self._searched[key] = (budget - self.budget - sum(check[4] for check in checks), checks)
         return made
 
     def _runs(self, c: int, refs: list[int], tokens: list[int]) -> list[tuple[int, list[int]]]:
@@ -253,7 +269,10 @@ class _Folder:
             if best is None:
                 continue
             k, reps = best
+            before = self.budget
             kept = self._accept(refs, i, k, reps)
+            if self._checks is not None:
+                self._checks.append((i, k, reps, kept, before - self.budget))
             if kept >= 2:
                 made += self._wrap(c, refs, i, k, kept)
             i += k * (kept if kept >= 2 else reps)  # a run that is no loop is passed whole
@@ -293,7 +312,6 @@ class _Folder:
     def _accept(self, refs: list[int], i: int, k: int, reps: int) -> int:
         """How many of the ``reps`` repetitions from ``i`` are iterations (0 or 1: none):
         the leading ones that are contiguous, carry a value on, and run no data-dependent op."""
-        self._accepts += 1
         if k == 1 and refs[i] < 0:
             return 0  # one group again and again: a stack of calls or layers already
         if not any(self._framed(r) for r in refs[i:i + k]):
