@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 from itertools import chain, compress, cycle, filterfalse, repeat
-from operator import attrgetter, sub as sub_
+from operator import add, attrgetter, mul, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -90,8 +90,11 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     cols = index.cols
     ops, in_off, in_ref, out_off, out_ids = cols.op, cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
     sigs = [""] * ng
-    uses_in: list[list[int]] = [[] for _ in range(ng)]  # a group's inputs, in the order it first uses them
-    hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
+    # a group's inputs, in the order it first uses them, and what leaves it, in the order
+    # it is made: each entry set (never changed) before its parent reads it
+    none: list[int] = []
+    uses_in: list[list[int]] = [none] * ng
+    hands_on: list[list[int]] = [none] * ng
     label_of = labels.__getitem__
     bout, ordered = index.bout, index.ordered
     dumps, blake = marshal.dumps, hashlib.blake2b
@@ -176,10 +179,12 @@ def _repeat(g: int, blocks: list[tuple[int, int, int, dict[int, int]]], sigs: li
             hands_on: list[list[int]]) -> None:
     """The blocks repeating block ``g`` (see :class:`_Clones`): its signature, its inputs
     and outputs moved on."""
-    for c, r, v_step, moves in blocks:
+    ins, outs = uses_in[g], hands_on[g]
+    strides = list(map(blocks[0][3].__getitem__, ins)) if blocks else []  # one ``moves`` for the run
+    for c, r, v_step, _ in blocks:
         sigs[c] = sigs[g]
-        uses_in[c] = [v + r * moves[v] for v in uses_in[g]]
-        hands_on[c] = [v + r * v_step for v in hands_on[g]]
+        uses_in[c] = list(map(add, ins, map(mul, strides, repeat(r))))
+        hands_on[c] = list(map(add, outs, repeat(r * v_step)))
 
 
 def _encoded(key: tuple[Any, ...]) -> bytes:
