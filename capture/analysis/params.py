@@ -55,11 +55,11 @@ class GroupParams:
         got = self._got.get(g)
         if got is not None:
             return got
-        if self._stand_ins is None:
-            self._stand_ins = body_stand_ins(self.capture)
+        if self._stand_ins is None:  # made once; the set first: another thread reads it once the stand-ins are there
             producer = self.index.producer
             self._params = frozenset(v for v, (_, role) in self.names.names.items()
                                      if role in PARAM_ROLES and producer[v] < 0)
+            self._stand_ins = body_stand_ins(self.capture)
         # the parameters entering the subtree, by a C-level pass (a deep model's root: 57k)
         params = list(filter(self._params.__contains__, self.index.bin[g + 1] or ()))
         stand_ins = self._stand_ins
