@@ -1,7 +1,7 @@
 """Digests of what the viewer serves for a capture, to show that a change to the analysis
 or the projection leaves every answer byte-identical.
 
-    python -m tools.page_digest OUT.txt [FILE.tvg ...] [--synthetic] [--groups N]
+    python benchmarks/page_digest.py OUT.txt [FILE.tvg ...] [--synthetic] [--groups N]
 
 For each capture (the synthetic ones of tests/synthetic.py with ``--synthetic``, then each
 file given), one line per answer: the capture, what was asked, and a digest of the bytes
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 
 def _digest(data: bytes) -> str:

@@ -222,8 +222,8 @@ class _Folder:
         seen = self._searched.get(key)
         if seen is not None:
             budget = self.budget
-            spent, checks = seen
-            if all(self._accept(refs, *check[:3]) == check[3] for check in checks) and self.budget - spent > 0:
+            spent, before = seen
+            if all(self._accept(refs, *check[:3]) == check[3] for check in before) and self.budget - spent > 0:
                 self.budget -= spent  # every check of the budget passes, as it did then
                 return []
             self.budget = budget  # searched in full, as if not seen
