@@ -322,6 +322,25 @@ def test_group_cycle(good_bytes):
     _reject(_body_mutation(good_bytes, mutate), "cycle")
 
 
+def _ordered_groups_capture():
+    from capture.graph.model import Capture, Coverage, Group
+
+    groups = [Group(i, "module", f"g{i}", None if i == 0 else 0, {"class": "C"}) for i in range(5)]
+    return Capture(backend="torch", framework="torch", framework_version="2", groups=groups,
+                   coverage=Coverage("eager_forward", "complete", [], "none"))
+
+
+def test_groups_listed_before_their_parent_are_checked_for_cycles():
+    """Parents listed first (as writers list them) need no cycle check; any other order is
+    checked: a child before its parent reads, a cycle is refused with the group named."""
+    cap = _ordered_groups_capture()
+    cap.groups[1].parent, cap.groups[3].parent = 3, None  # group 1 under group 3, listed first
+    assert [g.parent for g in graphfile.decode(graphfile.encode(cap)).groups] == [g.parent for g in cap.groups]
+    cap.groups[3].parent = 1  # 1 -> 3 -> 1
+    with pytest.raises(graphfile.GraphFileError, match=r"groups\[\d\]\.parent: groups form a cycle"):
+        graphfile.decode(graphfile.encode(cap))
+
+
 def test_failed_capture_with_nodes_is_invalid():
     cap = Capture.failed_capture(Failure("RuntimeError", "boom"))
     cap.values = [Value(0, [1], "float32")]
