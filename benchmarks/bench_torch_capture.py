@@ -23,7 +23,7 @@ graph), TorchLens (``trace``, its defaults) and ``torch.export``, each beside it
 plain forwards. Beside them, the hook floor: the same forward under what any op-level
 capture needs and nothing else (global module pre/post hooks, a ``TorchFunctionMode`` and
 a ``TorchDispatchMode``, each calling straight through, the dispatch mode with the same
-Dynamo guard choice as TensorViz's), so the rows say how much of the cost per op is the
+Dynamo guard as TensorViz's: its code marked for Dynamo to skip), so the rows say how much of the cost per op is the
 hooks themselves and how much is TensorViz's own recording; under it, each of the three
 mechanisms alone (module hooks alone, function mode alone, dispatch mode alone), so the
 floor is explained. ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
@@ -86,7 +86,7 @@ from capture.graph import graphfile  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
 from capture.torch import stats as stats_module  # noqa: E402
 from capture.torch.saved import load_checkpoint  # noqa: E402
-from capture.torch.trace import TorchTrace  # noqa: E402
+from capture.torch.trace import TorchTrace, _skip_dynamo_below  # noqa: E402
 from capture.worker.context import CaptureContext  # noqa: E402
 from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
 
@@ -309,8 +309,8 @@ class _PassFunction(TorchFunctionMode):
 
 class _PassDispatch(TorchDispatchMode):
     @classmethod
-    def _should_skip_dynamo(cls) -> bool:  # as capture.torch.trace chooses
-        return "torch._dynamo" in sys.modules
+    def _should_skip_dynamo(cls) -> bool:  # as capture.torch.trace chooses: its code is marked instead
+        return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -326,6 +326,8 @@ def hook_floor(model: torch.nn.Module, x: torch.Tensor, mechanisms: tuple[str, .
     a dispatch mode (``dispatch``); ``mechanisms`` picks some of them alone (the rows that
     explain the floor)."""
     mm = torch.nn.modules.module
+    if "torch._dynamo" in sys.modules:  # Dynamo skips the mode's frames, as it does TensorViz's
+        _skip_dynamo_below(_PassDispatch.__torch_dispatch__.__code__)
     handles = [mm.register_module_forward_pre_hook(_no_hook),
                mm.register_module_forward_hook(_no_hook, always_call=True)] if "module" in mechanisms else []
     try:
