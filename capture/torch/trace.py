@@ -87,6 +87,8 @@ _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
 # Ops whose results the trace indexes by layout (capture.torch.joins.Joins.index_strided).
 _INDEXED = frozenset({"aten::as_strided"})
 _NoTorchFunction = torch._C.DisableTorchFunction
+# Arguments that are their own literal (capture.torch.trace_values.literal).
+_SCALARS = frozenset({bool, int, float, str})
 
 
 @dataclasses.dataclass(slots=True)
@@ -500,6 +502,8 @@ class TorchTrace(TraceValues, TraceFrames):
             elif type(a) in (list, tuple) and a and _has_tensor(a):
                 for x in a:
                     add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
+            elif a is None or type(a) in _SCALARS:  # literal(a) is a itself
+                add(Operand(i, None, a))
             else:
                 add(Operand(i, None, literal(a)))
         written = self._written(info, args, kwargs) if info.written else None

@@ -51,7 +51,7 @@ def literal(obj: Any) -> Any:
     if obj is None or t is bool or t is int or t is float or t is str:
         return obj
     if t is list or t is tuple or t is torch.Size:
-        return [literal(x) for x in obj]
+        return [x if type(x) is int else literal(x) for x in obj]  # sizes: ints, no call each
     if t is torch.dtype:
         return dtype_name(obj)
     if t is torch.device:
