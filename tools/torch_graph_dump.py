@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -144,7 +145,7 @@ def _real_models() -> dict[str, Callable[[], list[tuple[str, Any]]]]:
         return [("worker", cap)]
 
     names = ("gpt2_torch", "llama_torch", "resnet18_torch", "resnet50_torch", "t5_torch")
-    return {f"real_{n}": (lambda n=n: run(n)) for n in names}
+    return {f"real_{n}": functools.partial(run, n) for n in names}
 
 
 def _workspace_models(tmp: Path) -> dict[str, Callable[[], list[tuple[str, Any]]]]:
@@ -168,7 +169,7 @@ def _workspace_models(tmp: Path) -> dict[str, Callable[[], list[tuple[str, Any]]
         "ws_mlp_train": profile("models:MLP", args=[tensor([6, 4])], kind="training_step", mode="train",
                                 grad_enabled=True, step={"loss": "mean"}),
     }
-    return {name: (lambda t=table: run(t)) for name, table in tables.items()}
+    return {name: functools.partial(run, table) for name, table in tables.items()}
 
 
 def dump(args: argparse.Namespace) -> None:
@@ -207,7 +208,7 @@ def _stats_equal(a: Any, b: Any) -> bool:
         return False
     if any(a.get(k) != b.get(k) for k in ("nan", "inf")):
         return False
-    nums = [a.get(k) for k in ("min", "max") if isinstance(a.get(k), (int, float))]
+    nums: list[float] = [a[k] for k in ("min", "max") if isinstance(a.get(k), (int, float))]
     scale = max([abs(x) for x in nums] + [1e-30])
     for k in set(a) - {"nan", "inf"}:
         x, y = a[k], b[k]
