@@ -484,8 +484,11 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
                 print(f"  {label:26}{row['ratio']:9.2f}{row['diff'] / n_ops * 1e6:9.1f}{row['cpu_best']:9.4f}   "
                       "(per op of the capture's count; noise on a shared machine is a few us/op)")
         own = {key: (got[key]["diff"] - floor["diff"]) / n_ops * 1e6 for key in ("on", "off") if key in got}
-        print(f"  {'TensorViz above the floor':26}{'':9}{own.get('on', math.nan):9.1f}{'':9}   us/op stats on; "
-              f"{own['off']:.1f} us/op stats off")
+        if "on" in own:
+            print(f"  {'TensorViz above the floor':26}{'':9}{own['on']:9.1f}{'':9}   us/op stats on; "
+                  f"{own['off']:.1f} us/op stats off")
+        else:
+            print(f"  {'TensorViz above the floor':26}{'':9}{own['off']:9.1f}{'':9}   us/op stats off")
     extra = {"on+encode": ("stats on + encode", "the graph, then its file's bytes (graphfile.encode)"),
              "on+after": ("stats on + parameters after", "the graph, then the parameters' statistics (the worker's whole work)"),
              "on, now": ("stats on, parameters in forward", "every parameter measured before the graph (before issue 51)")}
