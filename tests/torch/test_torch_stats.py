@@ -173,3 +173,17 @@ def test_a_tensor_no_op_is_seen_writing_is_measured_as_first_read(dtype):
     got = stats.values[1].measured["stats"]
     assert (got["min"], got["max"], got["nan"]) == (1.0, 21.0, 0)
     assert "stats" not in stats.values[2].measured
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+@pytest.mark.parametrize("value, n", [(1.0, 64), (0.1, 3 * CHUNK + 5), (-3.5, 1), (0.0, 7)])
+def test_equal_elements_have_that_mean_and_no_spread_exactly(value, n, dtype):
+    x = torch.full((n,), value).to(dtype)
+    exact = x[0].item()
+    for got in (stats_now(x), stats_now(x.view(1, n).expand(3, n))):  # contiguous, and an expanded view
+        assert (got["min"], got["max"], got["mean"], got["std"]) == (exact, exact, exact, 0.0)
+    stats = _statistics(2)
+    stats.measure(0, x[:64], key="s")
+    stats.measure(1, x[:64].clone(), key="t")
+    stats.finish()
+    assert stats.values[0].measured["stats"] == {"min": exact, "max": exact, "mean": exact, "std": 0.0, "nan": 0, "inf": 0}
