@@ -13,7 +13,7 @@ from .function_bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
 from .frameworks import call_method as call_method_of
-from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
+from .inheritance import AnalysedModule, ClassRef, FunctionRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence, transformed_function
 from .factories import factory_candidates
 from .makers import Makers
@@ -22,7 +22,7 @@ from .namespace import ClassInfo, ImportedName, Namespace, dotted_parts, identif
 from .parameters import ParameterInfo, describe_default, parameters_of
 
 from .positions import LineIndex, Position, Range
-from .prefilter import may_build_imported_class
+from .prefilter import may_build_imported_model
 from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
 from .tokens import Builder, token_input
 from .value_hints import call_input_hints, call_reads, field_hints, preparations
@@ -71,7 +71,7 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
 
     # -> nn.Module, or an imported model class, needs no class of the file; a function body
     # is walked for an imported class only where the text shows one built (discovery.prefilter)
-    imports = may_build_imported_class(analysis.text)
+    imports = may_build_imported_model(analysis.text)
     if "def " in analysis.text and (candidates or imports or "Module" in analysis.text):
         candidates.extend(factory_candidates(analysis, candidates, configs, locate,
                                              _imported_model(analysis, resolver, configs, bodies) if imports else None))
@@ -103,7 +103,16 @@ def _imported_model(analysis: ModuleAnalysis, resolver: Resolver, configs: Confi
     library's files), or None when it is not a model class."""
 
     def candidate(parts: tuple[str, ...]) -> Candidate | None:
-        target = resolver.resolve(analysis, parts)
+        target = resolver.resolve_callable(analysis, parts)
+        through = ""
+        if isinstance(target, FunctionRef) and target.module is not analysis:
+            # ``resnet18(...)``: the model class its definition is annotated to return
+            returns = target.node.returns
+            written = dotted_parts(returns.annotation) if returns is not None else None
+            if written is None:
+                return None
+            through = f", from {identifier(target.node.name.value)}()"
+            target = resolver.resolve(target.module, written)
         if not isinstance(target, ClassRef) or target.module is analysis:
             return None
         lineage = resolver.lineage(target)
@@ -112,7 +121,7 @@ def _imported_model(analysis: ModuleAnalysis, resolver: Resolver, configs: Confi
         origin = Range.at(Position(0, 0))
         made = _module_candidate(target, lineage, resolver, configs, bodies, getattr(target.module, "text", ""),
                                  lambda _qualname: (origin, origin))
-        return replace(made, qualname=f"{target.info.qualname} in {_where(target)}")
+        return replace(made, qualname=f"{target.info.qualname} in {_where(target)}{through}")
 
     return candidate
 

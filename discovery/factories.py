@@ -14,8 +14,12 @@ same for Torch. A top-level, public, synchronous function of the file is such a
 * it returns, or is annotated to return, a model class imported from elsewhere: another
   workspace file or an installed library (``def mixtral() -> MixtralForCausalLM: return
   MixtralForCausalLM(MixtralConfig(...))``), resolved as class bases are (through the
-  library's files, never imported). A returned call counts only for a capitalised
-  imported name (a class, by convention), so ``return torch.zeros(...)`` costs no lookup.
+  library's files, never imported). A returned call counts for a capitalised imported
+  name (a class, by convention); or
+* it returns a call of an imported function whose definition is annotated to return such
+  a class (``return resnet18(num_classes=10)``: torchvision's ``def resnet18(...) ->
+  ResNet``). Functions of the frameworks, array libraries and the standard library are
+  never looked up, so ``return torch.zeros(...)`` costs nothing.
 
 Its candidate is captured by calling the function with the setup (the function's own
 parameters) and then the module it returns with the inputs (the recipe's
@@ -24,6 +28,7 @@ parameters) and then the module it returns with the inputs (the recipe's
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TypeVar
@@ -141,11 +146,29 @@ def _imported_model(function: cst.FunctionDef, ns: Namespace, imported: Imported
 
 
 def _class_call(expr: cst.BaseExpression, ns: Namespace) -> tuple[str, ...] | None:
-    """``Name(...)`` of a capitalised imported name (a class, by convention)."""
+    """``Name(...)`` of a capitalised imported name (a class, by convention), or
+    ``name(...)`` of a function imported from a package that is neither a framework's nor
+    the standard library's (``resnet18(num_classes=10)`` from ``torchvision.models``,
+    whose definition may be annotated to return a model class)."""
     if not isinstance(expr, cst.Call):
         return None
     parts = dotted_parts(expr.func)
-    return parts if parts is not None and parts[-1][:1].isupper() and _imported_name(ns, parts) else None
+    if parts is None or not _imported_name(ns, parts):
+        return None
+    return parts if parts[-1][:1].isupper() or _model_library_function(ns, parts) else None
+
+
+# Packages whose functions never build a model class: the frameworks' own (``torch.zeros``,
+# ``jax.random.split``: their classes are the tables' bases) and array libraries.
+_NOT_MODEL_LIBRARIES = frozenset({"torch", "jax", "jaxlib", "flax", "numpy", "optax", "einops", "math"})
+
+
+def _model_library_function(ns: Namespace, parts: tuple[str, ...]) -> bool:
+    qualified = qualify(ns, parts)
+    if qualified is None:
+        return False
+    root = qualified.split(".", 1)[0]  # "" for a relative import: a workspace function
+    return root not in _NOT_MODEL_LIBRARIES and root not in sys.stdlib_module_names
 
 
 def _imported_name(ns: Namespace, parts: tuple[str, ...]) -> bool:

@@ -28,6 +28,7 @@ from .namespace import (
     AliasOf,
     ClassInfo,
     DefinedClass,
+    DefinedFunction,
     Namespace,
     dotted_parts,
     nested_class,
@@ -78,6 +79,15 @@ class ClassRef:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", (self.module.path, self.info.qualname))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionRef:
+    """A top-level function defined in an analysed file (a workspace file, or an installed
+    library's skeleton: its signature and return annotation, not its body)."""
+
+    module: AnalysedModule = field(compare=False)
+    node: cst.FunctionDef = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +160,16 @@ class Resolver:
 
     def resolve(self, module: AnalysedModule, parts: tuple[str, ...]) -> BaseTarget:
         """What the dotted name ``parts`` means inside ``module``."""
+        found = self._follow(module, parts, functions=False)
+        assert not isinstance(found, FunctionRef)
+        return found
+
+    def resolve_callable(self, module: AnalysedModule, parts: tuple[str, ...]) -> BaseTarget | FunctionRef:
+        """As :meth:`resolve`, and a function defined at the top of a file is a
+        :class:`FunctionRef` (``resnet18`` through ``torchvision.models``' re-exports)."""
+        return self._follow(module, parts, functions=True)
+
+    def _follow(self, module: AnalysedModule, parts: tuple[str, ...], *, functions: bool) -> BaseTarget | FunctionRef:
         seen: set[tuple[str, tuple[str, ...]]] = set()
         for _ in range(_MAX_REEXPORT_HOPS):
             if (module.path, parts) in seen:
@@ -163,6 +183,8 @@ class Resolver:
             if isinstance(symbol, DefinedClass):
                 info = nested_class(symbol.info, rest)
                 return ClassRef(module, info) if info is not None else Unresolved(".".join(parts))
+            if functions and isinstance(symbol, DefinedFunction) and not rest:
+                return FunctionRef(module, symbol.node)
             if isinstance(symbol, AliasOf):
                 parts = symbol.parts + rest
                 continue

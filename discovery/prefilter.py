@@ -34,10 +34,23 @@ def may_contain_candidates(text: str, *, workspace: bool) -> bool:
                                                or may_build_imported_class(text))
 
 
+# A function returning a call of an imported function (``return resnet18(num_classes=10)``,
+# ``model = models.resnet18(); return model``): that function may be annotated to return
+# a model class.
+_FUNCTION_FACTORY = re.compile(r"^[ \t]+(?:return|\w+[ \t]*=)[ \t]+[\w.]*\b[a-z_]\w*\(", re.MULTILINE)
+
+
 def may_build_imported_class(text: str) -> bool:
     """Could a function of ``text`` build a class it imports (a factory of an imported
     model class: ``-> MixtralForCausalLM:``, ``return GPT2LMHeadModel(config)``)?"""
     return _CLASS_FACTORY.search(text) is not None
+
+
+def may_build_imported_model(text: str) -> bool:
+    """For a parsed file: could a function of ``text`` build an imported model class,
+    itself or through an imported function (``return resnet18(num_classes=10)``)? Looser
+    than :func:`may_build_imported_class`, which decides what is parsed."""
+    return may_build_imported_class(text) or _FUNCTION_FACTORY.search(text) is not None
 
 
 def may_provide_bases(text: str) -> bool:

@@ -800,3 +800,49 @@ def test_imported_factories_need_the_library():
     from discovery_helpers import discover_snippet
 
     assert [c.qualname for c in discover_snippet(FACTORIES).candidates] == []
+
+
+FUNCTION_FACTORIES = """\
+import torch
+import torchvision
+from torchvision import models
+from torchvision.models import resnet18
+
+
+def small():
+    return resnet18(num_classes=10)
+
+
+def through_a_local(classes: int = 10):
+    model = models.resnet50(num_classes=classes)
+    return model
+
+
+def dotted():
+    return torchvision.models.resnet18()
+
+
+def a_tensor():
+    return torch.zeros(3)
+
+
+def a_path():
+    import os
+    return os.path.join("a", "b")
+"""
+
+
+def test_a_function_returning_an_imported_function_annotated_with_a_model_class_is_a_factory(workspace):
+    """``return resnet18(num_classes=10)``: torchvision's ``def resnet18(...) -> ResNet``
+    is read from the library's skeleton (its signature, never imported); the model's
+    inputs are ResNet's. Framework and standard-library functions are not looked up."""
+    found = by_name(discover(workspace, FUNCTION_FACTORIES))
+    assert sorted(found) == ["dotted", "small", "through_a_local"], sorted(found)
+    small = found["small"]
+    assert (small.kind, small.model_factory, small.call_defined_in) == ("torch_module", True, "ResNet")
+    assert small.reason.startswith("a function that returns ResNet in torchvision.models.resnet, from resnet18() "
+                                   "(a subclass of torch.nn.Module"), small.reason
+    assert [i.name for i in small.call_inputs] == ["x"] and small.setup_fields == ()
+    local = found["through_a_local"]
+    assert "from resnet50()" in local.reason and [f.name for f in local.setup_fields] == ["classes"]
+    assert "from resnet18()" in found["dotted"].reason
