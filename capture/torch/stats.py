@@ -67,6 +67,7 @@ Torch is imported at module level: one of the worker's framework modules.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import torch
@@ -431,21 +432,23 @@ def _run_moments(x: _Tensor) -> tuple[float, float, float, float]:
 # each copy cost more than the copy: above glibc's mmap threshold every allocation maps
 # fresh pages and faults on each one (nanoGPT's q, k, v slices: 185 us per 384 KiB copy
 # inside a capture, 24 us into memory already mapped).
-_SCRATCH: dict[torch.dtype, _Tensor] = {}
+# One set per thread: two threads measuring at once never share a buffer.
+_SCRATCH = threading.local()
 
 
 def _scratch(n: int, dtype: torch.dtype) -> _Tensor:
-    """A 1-D tensor of ``n`` elements of ``dtype`` in the kept buffer (its data is
-    overwritten by the next call for that dtype)."""
-    buf = _SCRATCH.get(dtype)
+    """A 1-D tensor of ``n`` elements of ``dtype`` in this thread's kept buffer (its data
+    is overwritten by the next call for that dtype)."""
+    buffers: dict[torch.dtype, _Tensor] = _SCRATCH.__dict__
+    buf = buffers.get(dtype)
     if buf is None or buf.numel() < n:
-        buf = _SCRATCH[dtype] = torch.empty(max(n, CHUNK), dtype=dtype)
+        buf = buffers[dtype] = torch.empty(max(n, CHUNK), dtype=dtype)
     return buf[:n]
 
 
 def release_scratch() -> None:
-    """Free the buffers of :func:`_scratch` (at the end of a trace's statistics)."""
-    _SCRATCH.clear()
+    """Free this thread's buffers of :func:`_scratch` (at the end of a trace's statistics)."""
+    _SCRATCH.__dict__.clear()
 
 
 def dense_run(t: _Tensor) -> _Tensor | None:

@@ -187,3 +187,26 @@ def test_equal_elements_have_that_mean_and_no_spread_exactly(value, n, dtype):
     stats.measure(1, x[:64].clone(), key="t")
     stats.finish()
     assert stats.values[0].measured["stats"] == {"min": exact, "max": exact, "mean": exact, "std": 0.0, "nan": 0, "inf": 0}
+
+
+def test_two_threads_measuring_at_once_keep_their_own_copies():
+    import threading
+
+    g = torch.Generator().manual_seed(11)
+    # Large slices with gaps: each copy takes long enough for the other thread to run.
+    slices = [(torch.randn(1024, 3000, generator=g) + 50.0 * i)[:, 1000:2000] for i in range(2)]
+    wants = [stats_now(x) for x in slices]
+    wrong: list = []
+
+    def work(i):
+        for _ in range(20):
+            got = stats_now(slices[i])
+            if (got["min"], got["max"], got["mean"]) != (wants[i]["min"], wants[i]["max"], wants[i]["mean"]):
+                wrong.append((i, got))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
