@@ -414,7 +414,8 @@ def moments(t: _Tensor, dtype: torch.dtype | None = None) -> tuple[float, float,
         return tuple(_four(t if t.dtype == want else t.to(want)).tolist())
     if flat.numel() <= CHUNK:
         return _run_moments(flat if flat.dtype == want else _scratch(flat.numel(), want).copy_(flat))
-    rows = [_run_moments(c if c.dtype == want else _scratch(c.numel(), want).copy_(c)) for c in flat.split(CHUNK)]
+    rows = torch.stack([_four(c if c.dtype == want else _scratch(c.numel(), want).copy_(c))
+                        for c in flat.split(CHUNK)]).tolist()  # one read-back for all chunks
     if any(math.isnan(r[0]) or math.isnan(r[1]) for r in rows):
         return math.nan, math.nan, math.nan, math.nan
     return (min(r[0] for r in rows), max(r[1] for r in rows),
