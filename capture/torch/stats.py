@@ -33,7 +33,8 @@ finite).
 * One by one on CPU, as each op finishes: the four moments (min, max, sum, sum of
   squares) of a tensor that fills a dense block of memory (contiguous or permuted) are
   reduced over that block as one run, a large one chunk by chunk, each chunk small
-  enough to stay in cache while its four reductions read it. NaN/Inf propagate through min/max, so
+  enough to stay in cache while its four reductions read it, and all of them are read
+  back at once. Every element equal (min = max) gives that value and no spread exactly. NaN/Inf propagate through min/max, so
   finite min and max prove both counts are zero; only otherwise does a masked path count
   and skip them. A copy the measurement needs (a slice with gaps made dense, a
   half-precision chunk converted to float32, the batch's rows) is written into one
