@@ -79,6 +79,7 @@ class LoopIndex(Protocol):
     last: list[int]  # by slot: its last node
     node_count: list[int]  # by slot: its nodes
     direct_nodes: list[list[int]]  # by slot: the nodes directly in it, in program order
+    child_groups: list[list[int]]  # by slot: its child groups
     producer: list[int]  # by value: the node that made it, -1 for none
 
     def ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]: ...
@@ -117,6 +118,11 @@ class _Folder:
         self.line_of.append(-1)  # frame -1 (none) reads the last entry
         self._tokens: defaultdict[Any, int] = defaultdict(count().__next__)
         self._run_spans: list[tuple[int, int]] = []  # the spans of the run _accept looked at last
+        #: tokens of a container searched without a step made -> (the budget its search spent
+        #: besides its checks against the nodes, those checks: (i, k, reps, kept, budget))
+        self._searched: dict[tuple[int, ...], tuple[int, list[tuple[int, int, int, int, int]]]] = {}
+        self._checks: list[tuple[int, int, int, int, int]] | None = None  # the search's checks, as made
+        self._op_tokens: list[int] | None = None  # each op's token, made when children mixed with groups are first tokenized
 
     @property
     def group(self) -> list[int]:
@@ -132,9 +138,11 @@ class _Folder:
         rest are not searched."""
         cols = self.index.cols
         frame_of, op_of = cols.frame.__getitem__, cols.op.__getitem__
+        direct = self.index.direct_nodes
         out = []
-        for slot, d in enumerate(self.index.direct_nodes):
-            if len(d) >= 2 * MIN_STEP_OPS and len(set(zip(map(frame_of, d), map(op_of, d)))) < len(d):
+        for slot in compress(range(len(direct)), map((2 * MIN_STEP_OPS - 1).__lt__, map(len, direct))):
+            d = direct[slot]
+            if len(set(zip(map(frame_of, d), map(op_of, d)))) < len(d):
                 out.append(slot - 1)
         calls = Counter(zip(self.index.parent, [g.name for g in self.groups]))
         out += [p for (p, _), c in calls.items() if c > 1]
@@ -143,6 +151,8 @@ class _Folder:
     def _children(self, c: int) -> list[int]:
         """Container ``c``'s children that ran ops, in program order: a node id, or
         ``~g`` for a child group."""
+        if not self.index.child_groups[c + 1]:
+            return self.index.direct_nodes[c + 1]  # its nodes alone, in program order (read, never changed)
         count = self.index.node_count
         return [r for r in self.index.ordered(c)[1] if r >= 0 or count[~r + 1]]
 
@@ -164,7 +174,11 @@ class _Folder:
         if refs and min(refs) >= 0:
             lines = map(self.line_of.__getitem__, map(self.frame.__getitem__, refs))  # frame -1: the last entry, -1
             return list(map(self._tokens.__getitem__, zip(map(self.op.__getitem__, refs), lines)))
-        return [self._token(r) for r in refs]
+        if self._op_tokens is None:  # every op's token, by C-level passes (children mixed: an attention's)
+            lines = map(self.line_of.__getitem__, map(self.frame.__getitem__, range(self.n)))
+            self._op_tokens = list(map(self._tokens.__getitem__, zip(self.op, lines)))
+        op_tokens = self._op_tokens
+        return [op_tokens[r] if r >= 0 else self._token(r) for r in refs]
 
     def _token(self, ref: int) -> int:
         if ref >= 0:
@@ -195,10 +209,36 @@ class _Folder:
         return len(self.groups) > self.ng
 
     def _fold_container(self, c: int, refs: list[int]) -> list[tuple[int, list[int]]]:
-        n = len(refs)
-        if n < 2 * MIN_STEP_OPS:
+        if len(refs) < 2 * MIN_STEP_OPS:
             return []  # two steps of two children at least
         tokens = self._tokens_of(refs)
+        # Containers alike (the 14,285 ``linear`` calls of a deep ModuleList; a 96-layer
+        # Llama's 1,344 attention calls, each with q and k rotated alike) are searched once:
+        # the search reads the tokens alone but where it checks a run against the nodes
+        # (_accept), so a container whose tokens came before, without a step made, is
+        # searched again by checking the same runs against its own nodes: when each
+        # check answers as it did then, it finds no step again, at the same budget
+        key = tuple(tokens)
+        seen = self._searched.get(key)
+        if seen is not None:
+            budget = self.budget
+            spent, before = seen
+            if all(self._accept(refs, *check[:3]) == check[3] for check in before) and self.budget - spent > 0:
+                self.budget -= spent  # every check of the budget passes, as it did then
+                return []
+            self.budget = budget  # searched in full, as if not seen
+        checks: list[tuple[int, int, int, int, int]] = []
+        budget, self._checks = self.budget, checks
+        made = self._runs(c, refs, tokens)
+        self._checks = None
+        if not made and self.budget > 0:
+            # the budget the search spent besides its checks against the nodes
+            self._searched[key] = (budget - self.budget - sum(check[4] for check in checks), checks)
+        return made
+
+    def _runs(self, c: int, refs: list[int], tokens: list[int]) -> list[tuple[int, list[int]]]:
+        """The steps made of the runs among container ``c``'s children (``tokens``: theirs)."""
+        n = len(refs)
         # A run of steps of two children or more (one child is never a step: one op, or
         # one group again, a stack already) repeats each pair of children a period on: the
         # candidate periods at i are the distances to the next occurrences of its pair.
@@ -229,7 +269,10 @@ class _Folder:
             if best is None:
                 continue
             k, reps = best
+            before = self.budget
             kept = self._accept(refs, i, k, reps)
+            if self._checks is not None:
+                self._checks.append((i, k, reps, kept, before - self.budget))
             if kept >= 2:
                 made += self._wrap(c, refs, i, k, kept)
             i += k * (kept if kept >= 2 else reps)  # a run that is no loop is passed whole

@@ -8,7 +8,7 @@ entering the graph from outside (:class:`ValueNames`, which reads the sources
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from capture.frameworks import capabilities
 from capture.graph.tables import ValueTable
@@ -162,14 +162,14 @@ class ValueNames:
         # a 57,000-parameter model): a set, made once the names are final
         self._weights = frozenset(v for v, (_, role) in self.names.items()
                                   if role in WEIGHT_ROLES and producer[v] < 0)
+        #: Whether value ``v`` enters from outside and a card shows it inside its consumers:
+        #: a parameter, buffer, variable or constant (capture inputs stay as pills). The
+        #: set's own test, not a method: asked half a million times in a deep model's
+        #: warm-up, and by ``map`` over whole columns (capture/analysis/structure.py).
+        self.is_weight: Callable[[int], bool] = self._weights.__contains__
 
     def get(self, v: int) -> tuple[str, str] | None:
         return self.names.get(v)
-
-    def is_weight(self, v: int) -> bool:
-        """A value entering from outside that a card shows inside its consumers: a
-        parameter, buffer, variable or constant (capture inputs stay as pills)."""
-        return v in self._weights
 
     def _name_values(self) -> None:
         """A human name and a role for every value entering the graph from outside.

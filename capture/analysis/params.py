@@ -6,9 +6,13 @@ group's parameters: one rule, here."""
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from capture import units
+from capture.graph.tables import ValueTable
 
 from .scope import within
 from .types import ParamCounts
@@ -21,8 +25,11 @@ def body_stand_ins(capture: Any) -> dict[int, int]:
     """Body parameter values (a template's stand-ins for the weights it receives: one slice
     of a scanned stack) -> their body group."""
     got: dict[int, int] = {}
-    for gid, grp in enumerate(capture.groups):
-        params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
+    groups = capture.groups
+    # the body groups found by a C-level pass over the kinds (a deep model has 57k groups, no body)
+    for gid in compress(range(len(groups)), map("body".__eq__, map(attrgetter("kind"), groups))):
+        grp = groups[gid]
+        params = grp.attrs.get("parameters") if isinstance(grp.attrs, dict) else None
         for p in params if isinstance(params, list) else ():
             if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
                 got[p["value"]] = gid
@@ -40,6 +47,7 @@ class GroupParams:
         self.capture, self.index, self.names, self.plain = capture, index, names, plain
         self._got: dict[int, ParamCounts] = {}
         self._stand_ins: dict[int, int] | None = None
+        self._params: frozenset[int] = frozenset()  # the values with a parameter role, from outside
         #: (shape, dtype) -> (elements, bytes): a model's weights share few shapes.
         self._figures: dict[Any, tuple[int | None, int | None]] = {}
 
@@ -47,36 +55,63 @@ class GroupParams:
         got = self._got.get(g)
         if got is not None:
             return got
-        tensors = 0
+        if self._stand_ins is None:  # made once; the set first: another thread reads it once the stand-ins are there
+            producer = self.index.producer
+            self._params = frozenset(v for v, (_, role) in self.names.names.items()
+                                     if role in PARAM_ROLES and producer[v] < 0)
+            self._stand_ins = body_stand_ins(self.capture)
+        # the parameters entering the subtree, by a C-level pass (a deep model's root: 57k)
+        params = list(filter(self._params.__contains__, self.index.bin[g + 1] or ()))
+        stand_ins = self._stand_ins
+        if stand_ins:
+            groups = self.capture.groups
+            # a weight's stand-in in a control-flow body (one slice of a scanned stack): the
+            # weight itself is counted where it enters; counted again, a scanned model's
+            # weights would be counted twice
+            params = [v for v in params if (b := stand_ins.get(v)) is None or within(groups, g, b)]
         counts: list[int | None] = []
         sizes: list[int | None] = []
-        figures = self._figures
-        if self._stand_ins is None:
-            self._stand_ins = body_stand_ins(self.capture)
-        stand_ins = self._stand_ins
-        for v in self.index.bin[g + 1] or ():
-            named = self.names.get(v)
-            if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
-                continue
-            body = stand_ins.get(v)
-            if body is not None and not within(self.capture.groups, g, body):
-                # a weight's stand-in in a control-flow body (one slice of a scanned stack):
-                # the weight itself is counted where it enters; counted again, a scanned
-                # model's weights would be counted twice
-                continue
-            shape, dtype, _ = self.plain(v)
-            tensors += 1
-            try:
-                key: Any = (tuple(shape), dtype)
-                fig = figures.get(key)
-            except TypeError:  # not a list of hashable dimensions: figured each time
-                key, fig = None, None
-            if fig is None:
-                fig = (units.element_count(shape), units.nbytes(shape, dtype))
-                if key is not None:
-                    figures[key] = fig
-            counts.append(fig[0])
-            sizes.append(fig[1])
+        for (shape, dtype), n in self._by_shape(params).items():
+            fig = self._figure(shape, dtype)
+            counts.append(None if fig[0] is None else fig[0] * n)
+            sizes.append(None if fig[1] is None else fig[1] * n)
         # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
-        got = self._got[g] = {"tensors": tensors, "count": units.add(counts), "bytes": units.add(sizes)}
+        got = self._got[g] = {"tensors": len(params), "count": units.add(counts), "bytes": units.add(sizes)}
         return got
+
+    def _by_shape(self, params: list[int]) -> Counter[tuple[Any, Any]]:
+        """How many of ``params`` have each ``(shape, dtype)`` (a shape as a tuple, or
+        the value's own shape object where it cannot be one)."""
+        values = self.capture.values
+        if isinstance(values, ValueTable):  # the columns, read by C-level passes
+            off, dims = values.shape_columns()
+            shapes = map(tuple, map(dims.__getitem__, map(slice, map(off.__getitem__, params),
+                                                        map(off.__getitem__, map((1).__add__, params)))))
+            return Counter(zip(shapes, map(values.dtype_column().__getitem__, params)))
+        out: Counter[tuple[Any, Any]] = Counter()
+        for v in params:
+            shape, dtype, _ = self.plain(v)
+            try:
+                out[(tuple(shape), dtype)] += 1
+            except TypeError:  # not a list of hashable dimensions, or a dtype that is no key
+                out[(_Unhashable(shape, dtype), None)] += 1
+        return out
+
+    def _figure(self, shape: Any, dtype: Any) -> tuple[int | None, int | None]:
+        """(elements, bytes) of one tensor of ``shape`` and ``dtype``."""
+        if isinstance(shape, _Unhashable):
+            return units.element_count(shape.shape), units.nbytes(shape.shape, shape.dtype)
+        key = (shape, dtype)
+        fig = self._figures.get(key)
+        if fig is None:
+            fig = self._figures[key] = (units.element_count(shape), units.nbytes(shape, dtype))
+        return fig
+
+
+class _Unhashable:
+    """A shape and dtype that cannot be a key (a hostile file's): counted on its own."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: Any, dtype: Any) -> None:
+        self.shape, self.dtype = shape, dtype

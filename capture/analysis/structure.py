@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from itertools import compress
+from itertools import chain, compress, cycle, filterfalse, repeat
+from operator import add, attrgetter, mul, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -44,6 +45,10 @@ MAX_PERIOD = 16
 #: A group needs this many ops to have twins: one-op and empty groups are op cards or
 #: not drawn, and marking every ``Linear`` of one width identical says nothing.
 TWIN_MIN_OPS = 2
+#: A run of repeated blocks is checked as one (:class:`_Clones`) when the blocks after
+#: the first hold this many nodes: the check costs about as much as the signatures of a
+#: few small blocks.
+CLONE_MIN_NODES = 32
 
 
 class Structure:
@@ -85,8 +90,11 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     cols = index.cols
     ops, in_off, in_ref, out_off, out_ids = cols.op, cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
     sigs = [""] * ng
-    uses_in: list[list[int]] = [[] for _ in range(ng)]  # a group's inputs, in the order it first uses them
-    hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
+    # a group's inputs, in the order it first uses them, and what leaves it, in the order
+    # it is made: each entry set (never changed) before its parent reads it
+    none: list[int] = []
+    uses_in: list[list[int]] = [none] * ng
+    hands_on: list[list[int]] = [none] * ng
     label_of = labels.__getitem__
     bout, ordered = index.bout, index.ordered
     dumps, blake = marshal.dumps, hashlib.blake2b
@@ -95,7 +103,11 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     known: dict[tuple[Any, ...], str] = {}
     known_get = known.get
     any_routing = False  # no routed group below yet: no group has routing content to gather
-    for g in reversed(index.top_down):  # deepest first (within one depth, any order)
+    # blocks repeating a first one (a stack of layers): made from it, not computed again
+    clones = _clones(capture, index, labels, is_weight, routed)
+    skip, model = clones.clone_of, clones.model
+    # deepest first (within one depth, any order)
+    for g in filterfalse(skip.__contains__, reversed(index.top_down)):
         _, refs, _ = ordered(g)
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use
@@ -149,6 +161,8 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
             sigs[g] = sig
             if below:
                 routing[g] = blake(dumps(below, 2), digest_size=8).hexdigest()
+            if g in model:
+                _repeat(g, model[g], sigs, uses_in, hands_on)
             continue
         # what routing chose is not the block's structure: its boundary is
         content = blake(_encoded(key), digest_size=8).hexdigest()
@@ -156,7 +170,21 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         data = dumps(("routed", grp.kind, cls, list(inputs), [labels[v] for _, v in leaving]), 2)
         any_routing = True
         sigs[g] = blake(data, digest_size=8).hexdigest()
+    for g in sorted(skip):  # each from its counterpart a block before (made, or itself from one before)
+        sigs[g] = sigs[skip[g]]
     return sigs, routing
+
+
+def _repeat(g: int, blocks: list[tuple[int, int, int, dict[int, int]]], sigs: list[str], uses_in: list[list[int]],
+            hands_on: list[list[int]]) -> None:
+    """The blocks repeating block ``g`` (see :class:`_Clones`): its signature, its inputs
+    and outputs moved on."""
+    ins, outs = uses_in[g], hands_on[g]
+    strides = list(map(blocks[0][3].__getitem__, ins)) if blocks else []  # one ``moves`` for the run
+    for c, r, v_step, _ in blocks:
+        sigs[c] = sigs[g]
+        uses_in[c] = list(map(add, ins, map(mul, strides, repeat(r))))
+        hands_on[c] = list(map(add, outs, repeat(r * v_step)))
 
 
 def _encoded(key: tuple[Any, ...]) -> bytes:
@@ -269,3 +297,230 @@ def find_repeats(tokens: Sequence[Hashable], is_block: Sequence[bool], max_perio
         out.append((i, best[0], best[1]))
         i += best[0] * best[1]
     return out
+
+
+# --------------------------------------------------------------------------- repeated blocks
+
+
+class _Clones:
+    """Runs of sibling blocks that repeat a first one exactly, found on the flat columns
+    (a deep ModuleList's 14,285 blocks, a transformer's layers): block ``i`` of a run is
+    block 0 with every node ``i·N`` further, every group ``i·G`` further, every value it
+    makes ``i·V`` further, and each operand reading the value block 0 reads there moved
+    by that operand's own stride times ``i`` (the block before's output: ``V``; a weight
+    made by earlier blocks: their stride; a rotary table or a mask: 0). Then each group
+    of block ``i`` has the signature of its counterpart in block 0, and its inputs and
+    outputs are block 0's moved on: the signatures pass computes block 0 only.
+
+    Checked whole-run by C-level passes over the columns, each against itself a period
+    on: the ops; the group of each node; each node's operand and output counts; the
+    values (outputs ``V`` on, each operand by its stride, literals where block 0 has
+    them; values read at different strides never meet, and only those at ``V`` may be
+    made in the run); the labels of both; which operands are weights; the kinds, classes
+    and parents of the groups; the values leaving each group. A run that fails any is
+    left to the signatures pass."""
+
+    def __init__(self) -> None:
+        # block 0 -> (block i, i, V, how far each value block 0 reads moves a block on)
+        self.model: dict[int, list[tuple[int, int, int, dict[int, int]]]] = {}
+        self.clone_of: dict[int, int] = {}  # a group of block i >= 1 -> its counterpart in block 0
+
+
+def _clones(capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool],
+            routed: frozenset[int] = frozenset()) -> _Clones:
+    out = _Clones()
+    first, count = index.first[1:], index.node_count[1:]  # by group id
+    at = first.__getitem__
+    groups = capture.groups
+    for slot, kids in enumerate(index.child_groups):
+        if len(kids) < 2 or (len(kids) == 2 and count[kids[0]] != count[kids[1]]):
+            continue
+        kids = sorted(kids, key=at)
+        i = 0
+        while i < len(kids) - 1:
+            j = _run_end(kids, i, first, count, groups)
+            if j - i >= 2 and (j - i - 1) * count[kids[i]] >= CLONE_MIN_NODES:
+                # the first block may read what came before the run from elsewhere than
+                # the others read it (a stack's input, then each layer's output): from the second
+                if not _check_run(out, capture, index, labels, is_weight, kids[i:j], slot - 1, routed) and j - i >= 3:
+                    _check_run(out, capture, index, labels, is_weight, kids[i + 1:j], slot - 1, routed)
+            i = max(j, i + 1)
+    return out
+
+
+def _run_end(kids: list[int], i: int, first: list[int], count: list[int], groups: list[Any]) -> int:
+    """The end of the longest run from ``kids[i]`` whose blocks are alike by their
+    counts: the same number of nodes, a constant stride in nodes and in group ids, the
+    same kind and class (``first``, ``count``: by group id)."""
+    c0, c1 = kids[i], kids[i + 1]
+    m = count[c0]
+    g_step, n_step = c1 - c0, first[c1] - first[c0]
+    if m < 1 or g_step < 1 or n_step < m or count[c1] != m:
+        return i + 1
+    j = i + 1
+    while j < len(kids) and kids[j] - kids[j - 1] == g_step and first[kids[j]] - first[kids[j - 1]] == n_step \
+            and count[kids[j]] == m:
+        j += 1
+    head = groups[c0]
+    kind, cls = head.kind, _class(head)
+    for r in range(i + 1, j):
+        grp = groups[kids[r]]
+        if grp.kind != kind or _class(grp) != cls:
+            return r
+    return j
+
+
+def _class(grp: Any) -> Any:
+    return grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
+
+
+def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool],
+               run: list[int], parent: int, routed: frozenset[int]) -> bool:
+    """Whether the blocks of ``run`` (children of ``parent`` alike by their counts)
+    repeat the first; if so, they are entered in ``out``. Its first three blocks are
+    checked first: a run that fails, fails there most often (a stack's first block reading
+    its input from elsewhere), at the cost of three blocks rather than of all."""
+    if len(run) > 3 and _repeats(capture, index, labels, is_weight, run[:3], parent, routed) is None:
+        return False
+    got = _repeats(capture, index, labels, is_weight, run, parent, routed)
+    if got is None:
+        return False
+    c0, g_step = run[0], run[1] - run[0]
+    g_end = c0 + len(run) * g_step
+    v_step, moves = got
+    out.model[c0] = [(c, r, v_step, moves) for r, c in enumerate(run) if r]
+    out.clone_of.update(zip(range(c0 + g_step, g_end), cycle(range(c0, c0 + g_step))))
+    return True
+
+
+def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool], run: list[int],
+             parent: int, routed: frozenset[int]) -> tuple[int, dict[int, int]] | None:
+    """``(V, moves)`` (see :func:`_same_values`) when the blocks of ``run`` repeat the first."""
+    cols, groups = index.cols, capture.groups
+    k, c0 = len(run), run[0]
+    g_step = run[1] - c0
+    m = index.node_count[c0 + 1]
+    s = index.first[c0 + 1]
+    n_step = index.first[run[1] + 1] - s
+    e = index.first[run[-1] + 1] + m
+    if any(index.last[c + 1] - index.first[c + 1] + 1 != m for c in run):
+        return None  # a block's nodes are not one stretch of the program
+    # block 0's groups are the ids c0 .. c0+G-1, each holding nodes; the others' are a
+    # period on (their parents too), with no other child group
+    sub = [c0]
+    for g in sub:
+        sub.extend(index.child_groups[g + 1])
+    g_end = c0 + k * g_step
+    if sorted(sub) != list(range(c0, c0 + g_step)) or 0 in index.node_count[c0 + 1:g_end + 1]:
+        return None
+    if sum(map(len, index.child_groups[c0 + 1:g_end + 1])) != k * (g_step - 1):
+        return None
+    if any(c0 <= g < g_end for g in routed):
+        return None  # what routing chose differs per block (its content is no signature's)
+    par = index.parent[c0:g_end]
+    if list(map(sub_, par[g_step:], par[:-g_step])) != ([0] + [g_step] * (g_step - 1)) * (k - 1):
+        return None
+    run_groups = groups[c0:g_end]
+    kinds = list(map(attrgetter("kind"), run_groups))
+    attrs = list(map(attrgetter("attrs"), run_groups))
+    if kinds[g_step:] != kinds[:-g_step] or not all(map(dict.__instancecheck__, attrs)):
+        return None
+    classes = list(map(dict.get, attrs, repeat("class")))
+    if classes[g_step:] != classes[:-g_step] or any(c is not None and type(c) is not str for c in classes[:g_step]):
+        return None
+    if not _same_nodes(cols, s, e, n_step, m, g_step, parent):
+        return None
+    return _same_values(cols, index, labels, is_weight, s, e, n_step, c0, g_end, g_step)
+
+
+def _same_nodes(cols: Any, s: int, e: int, n_step: int, m: int, g_step: int, parent: int) -> bool:
+    """The nodes of the stretch repeat a period on: ops, operand and output counts, and
+    groups (``G`` on inside a block; between blocks, nodes of the parent itself)."""
+    ops, grp = cols.op, cols.group
+    if ops[s + n_step:e] != ops[s:e - n_step]:
+        return False
+    gap = [grp[x] for x in range(s + m, s + n_step)]
+    if any(g != parent for g in gap):
+        return False
+    if list(map(sub_, grp[s + n_step:e], grp[s:e - n_step])) != ([g_step] * m + [0] * (n_step - m)) * ((e - s) // n_step - 1) + [g_step] * ((e - s) % n_step):
+        return False
+    for off in (cols.in_off, cols.out_off):
+        counts = list(map(sub_, off[s + 1:e + 1], off[s:e]))
+        if counts[n_step:] != counts[:-n_step]:
+            return False
+    return True
+
+
+def _same_values(cols: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool], s: int, e: int,
+                 n_step: int, c0: int, g_end: int, g_step: int) -> tuple[int, dict[int, int]] | None:
+    """``(V, moves)`` when the values repeat (see :class:`_Clones`), else None: ``moves``,
+    for each value block 0 reads, how far the value read in its place moves a block on."""
+    in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
+    outs = out_ids[out_off[s]:out_off[e]]
+    o_step = out_off[s + n_step] - out_off[s]
+    if not o_step:
+        return None
+    v_step = outs[o_step] - outs[0]
+    if v_step <= 0 or set(map(sub_, outs[o_step:], outs[:-o_step])) != {v_step}:
+        return None
+    reads = in_ref[in_off[s]:in_off[e]]
+    r_step = in_off[s + n_step] - in_off[s]
+    moves: dict[int, int] = {}
+    values, strides = reads, []
+    if r_step:
+        # each operand moves by its own stride a block on (an output of the block before
+        # by V, a weight by the stride of the blocks that made it, a mask by 0), the same
+        # for every block; a literal (a ref below 0) stays one, a value a value
+        moved = list(map(sub_, reads[r_step:], reads[:-r_step]))
+        if moved[r_step:] != moved[:-r_step]:
+            return None
+        strides = moved[:r_step]
+        is_value = [v >= 0 for v in reads[:r_step]]
+        if any((d < 0) if isv else (d > 0) for d, isv in zip(strides, is_value)):
+            return None
+        mask = cycle(is_value)
+        values = list(compress(reads, mask)) if not all(is_value) else reads
+        strides = list(compress(strides, is_value))
+        first = values[:len(strides)]
+        moves = dict(zip(first, strides))
+        if len(moves) != len(set(zip(first, strides))):
+            return None  # one value read in two places, moving apart
+        if not _strides_apart(values, strides, v_step, set(outs)):
+            return None
+    label = labels.__getitem__
+    lab = list(map(label, outs))
+    if lab[o_step:] != lab[:-o_step]:
+        return None
+    step = len(strides)
+    if step:
+        lab = list(map(label, values))
+        weight = list(map(is_weight, values))
+        if lab[step:] != lab[:-step] or weight[step:] != weight[:-step]:
+            return None
+    # the values leaving each group: a period on, moved by V
+    leaving = index.bout[c0 + 1:g_end + 1]
+    sizes = [len(b) if b else 0 for b in leaving]
+    if sizes[g_step:] != sizes[:-g_step]:
+        return None
+    flat = list(chain.from_iterable(filter(None, leaving)))
+    f_step = sum(sizes[:g_step])
+    if f_step and set(map(sub_, flat[f_step:], flat[:-f_step])) != {v_step}:
+        return None
+    return v_step, moves
+
+
+def _strides_apart(reads: list[int], strides: list[int], v_step: int, made: set[int]) -> bool:
+    """Whether the values read at operands of each stride other than ``V``, over every
+    block, are made by none of the blocks and meet no value read at another stride: then
+    two operands of one block read one value exactly when they do in block 0, and one the
+    block made exactly when block 0 made it."""
+    kinds = set(strides)
+    if len(kinds) > 4:
+        return False
+    seen: set[int] = set()
+    for d in kinds:
+        values = set(compress(reads, cycle([x == d for x in strides])))
+        if (d != v_step and not made.isdisjoint(values)) or not seen.isdisjoint(values):
+            return False
+        seen |= values
+    return True

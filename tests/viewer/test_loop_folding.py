@@ -111,6 +111,62 @@ def test_a_loop_folds_into_one_stack_of_steps_that_says_what_it_carries():
     assert p.group(step)["frame"]["line"] == 21
 
 
+def alike_calls(calls: int, steps: int = 0, rotated: bool = False, carried_at: int | None = None):
+    """A deep ModuleList of ``Linear`` layers: ``calls`` ``linear`` calls alike (a view,
+    a transpose, a matmul, a view again: the view twice from one line, no run), then a
+    loop of ``steps`` iterations in the model itself. ``rotated``: each call then rotates
+    two values alike (a mul and an add from the same two lines, twice: a run the search
+    checks against the nodes, no step, as q and k in an attention); the call ``carried_at``
+    rotates the first's result again (a loop of two steps)."""
+    b = _Builder()
+    model = b.group("module", "Deep", None, path="", **{"class": "Deep"})
+    x = b.value([2, 8])
+    for k in range(calls):
+        block = b.group("module", f"blocks.{k}", model, path=f"blocks.{k}", frame=b.frame("model.py", 3),
+                        **{"class": "Linear"})
+        fn = b.group("function", "linear", block, function="torch.nn.functional.linear")
+        v = b.node("aten::view", [x], fn, 7)
+        w = b.node("aten::t", [x], fn, 7)
+        v = b.node("aten::addmm", [v, w], fn, 7)
+        x = b.node("aten::view", [v], fn, 7)
+        if rotated:
+            q = b.node("aten::mul.Tensor", [x, x], fn, 9)
+            q = b.node("aten::add.Tensor", [q, x], fn, 10)
+            src = q if k == carried_at else x
+            r = b.node("aten::mul.Tensor", [src, src], fn, 9)
+            r = b.node("aten::add.Tensor", [r, src], fn, 10)
+            x = b.node("aten::sub.Tensor", [q, r], fn, 11)
+    for _ in range(steps):
+        x = b.node("aten::mul.Tensor", [x, x], model, 21)
+        x = b.node("aten::add.Tensor", [x, x], model, 22)
+    return b.capture([0], [x])
+
+
+@pytest.mark.parametrize("rotated, carried_at, searches, steps", [
+    (False, None, 2, 4),  # one linear call (the others alike, no run), and the model
+    (True, None, 2, 4),  # the same: the alike calls' runs checked against their own nodes again
+    (True, 150, 3, 6),  # call 150's run carries a value: it is searched in full, and folds
+])
+def test_containers_alike_are_searched_once_with_the_same_budget(monkeypatch, rotated, carried_at, searches, steps):
+    from capture.analysis import loops
+
+    searched = []
+    runs = loops._Folder._runs
+    monkeypatch.setattr(loops._Folder, "_runs", lambda self, c, refs, tokens: searched.append(c) or runs(self, c, refs, tokens))
+    cap = alike_calls(300, steps=4, rotated=rotated, carried_at=carried_at)
+    out, made = folded(cap)
+    assert len(made) == steps and sum(1 for g in out.groups if g.name == "linear") == 300
+    assert len(searched) == searches
+    # the same steps and the same budget spent as when each container is searched in full
+    plain = loops._Folder(cap, GraphIndex(cap))
+    plain.__class__ = type("Unmemoized", (loops._Folder,), {"_fold_container": lambda self, c, refs: self._runs(
+        c, refs, self._tokens_of(refs)) if len(refs) >= 2 * loops.MIN_STEP_OPS else []})
+    memo = loops._Folder(cap, GraphIndex(cap))
+    assert plain.fold() and memo.fold() and plain.budget == memo.budget
+    assert [(g.name, g.parent) for g in plain.groups] == [(g.name, g.parent) for g in memo.groups]
+    assert plain.group == memo.group
+
+
 def test_the_last_step_folds_with_the_others_though_it_hands_nothing_on():
     """The last step's carried value goes nowhere (the loop ended): still the same code."""
     p = Projection(loop_capture(4))

@@ -51,6 +51,16 @@ class _Wiring:
         self.index, self.present, self.g, self.kernels = index, present, g, kernels
         self.keys, self.refs, _ = index.ordered(g)
         self.producer, self.grp = index.producer, index.cols.group
+        self._left: dict[int, int] | None = None  # a value leaving a child group -> that child's position
+
+    def _leaving(self) -> dict[int, int]:
+        """The values leaving the child groups, each with its child's position: what the
+        children of a 14,285-block stack read of each other, looked up instead of walking
+        up from the node that made each (a value leaves only the groups holding its maker)."""
+        if self._left is None:
+            bout = self.index.bout
+            self._left = {v: pos for pos, r in enumerate(self.refs) if r < 0 for v in bout[~r + 1] or ()}
+        return self._left
 
     def hidden(self, ref: int) -> bool:
         """Whether the child ``ref`` is an elided op."""
@@ -68,7 +78,10 @@ class _Wiring:
         p = self.producer[v]
         if p < 0:
             return -1
-        return bisect_left(self.keys, p) if self.grp[p] == self.g else self.index.position(p, self.g)
+        if self.grp[p] == self.g:
+            return bisect_left(self.keys, p)
+        got = self._leaving().get(v)
+        return got if got is not None else self.index.position(p, self.g)
 
     def drawn(self, v: int) -> tuple[int, int] | None:
         """(the position drawn making ``v``, the value the edge carries), past elided

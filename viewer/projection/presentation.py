@@ -56,31 +56,54 @@ class Presentation:
     def _bookkeeping(self, capture: Any) -> frozenset[int]:
         cols, ix = self.index.cols, self.index
         values = capture.values
-        cards = self.function_cards
-        group, producer, bout = cols.group, ix.producer, ix.bout
-        in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
-        out = []
+        ops = cols.op
+        out: list[int] = []
         # only ops that may be bookkeeping are looked at, found by C-level passes
-        maybe = {op for op in set(cols.op) if op in BOOKKEEPING_OPS or op.startswith(EMPTY_PREFIXES) or op in RESHAPE_OPS}
-        for i in compress(range(len(cols.op)), map(maybe.__contains__, cols.op)) if maybe else ():
-            op = cols.op[i]
+        maybe = {op for op in set(ops) if op in BOOKKEEPING_OPS or op.startswith(EMPTY_PREFIXES) or op in RESHAPE_OPS}
+        reshapes: list[int] = []
+        for i in compress(range(len(ops)), map(maybe.__contains__, ops)) if maybe else ():
+            op = ops[i]
             if op in BOOKKEEPING_OPS:
                 out.append(i)
             elif op.startswith(EMPTY_PREFIXES):
                 outs = ix.outputs_of(i)
                 if outs and all(_empty(values[v].shape) for v in outs):
                     out.append(i)
-            elif op in RESHAPE_OPS and group[i] in cards:
-                g = group[i]
-                # what it reshapes enters the call from outside, or what it makes leaves it
-                first = next((v for v in in_ref[in_off[i]:in_off[i + 1]] if v >= 0), None)
-                if first is not None and (producer[first] < 0 or group[producer[first]] != g):
-                    out.append(i)
-                    continue
-                leaving = bout[g + 1]
-                if leaving and any(v in leaving for v in out_ids[out_off[i]:out_off[i + 1]]):
-                    out.append(i)
+            elif op in RESHAPE_OPS:
+                reshapes.append(i)
+        out += self._call_reshapes(reshapes)
         return frozenset(out)
+
+    def _call_reshapes(self, reshapes: list[int]) -> list[int]:
+        """The reshapes a function call does on its way in or out (28,570 in a deep
+        ModuleList's ``linear`` calls): what one reshapes enters the call from outside, or
+        what it makes leaves it. The common case, a first operand that is a value, is read
+        by C-level passes over the columns."""
+        cols, ix = self.index.cols, self.index
+        group, producer, bout = cols.group, ix.producer, ix.bout
+        in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
+        cards = self.function_cards
+        calls = list(compress(reshapes, map(cards.__contains__, map(group.__getitem__, reshapes))))
+        n_refs = len(in_ref)
+        firsts = [in_ref[k] if k < n_refs else -1 for k in map(in_off.__getitem__, calls)]
+        out = []
+        for i, v in zip(calls, firsts):
+            g = group[i]
+            if v < 0 or in_off[i] == in_off[i + 1]:  # a literal first (or no operand): the first value, if any
+                v = next((u for u in in_ref[in_off[i]:in_off[i + 1]] if u >= 0), -1)
+                if v < 0:
+                    leaving = bout[g + 1]
+                    if leaving and any(o in leaving for o in out_ids[out_off[i]:out_off[i + 1]]):
+                        out.append(i)
+                    continue
+            p = producer[v]
+            if p < 0 or group[p] != g:
+                out.append(i)
+                continue
+            leaving = bout[g + 1]
+            if leaving and any(o in leaving for o in out_ids[out_off[i]:out_off[i + 1]]):
+                out.append(i)
+        return out
 
     # ------------------------------------------------------------------ questions
 
@@ -137,10 +160,9 @@ class Presentation:
             chain.append(g)
             if g in self.index.body_node or not (kernels or g not in self.function_cards):
                 break
-            shown = self._shown(g, kernels, 2)
-            if len(shown) != 1:
+            r = self._only(g, kernels)
+            if r is None:
                 break
-            r = shown[0]
             if self._is_op(r, kernels):
                 got = r
                 break
@@ -164,6 +186,24 @@ class Presentation:
 
     def _is_op(self, ref: int, kernels: bool) -> bool:
         return ref >= 0 or (not kernels and ~ref in self.function_cards)
+
+    def _only(self, g: int, kernels: bool) -> int | None:
+        """The child ref of ``g`` its page draws when it draws one alone, else ``None``
+        (none, or two or more): counted in any order, so a group's children are not put
+        in program order for it (``single`` is asked of every block of a 14,285-block stack)."""
+        ix, drawn = self.index, self.drawn
+        found: int | None = None
+        for r in ix.direct_nodes[g + 1]:
+            if drawn(r, kernels):
+                if found is not None:
+                    return None
+                found = r
+        for c in ix.child_groups[g + 1]:
+            if drawn(~c, kernels):
+                if found is not None:
+                    return None
+                found = ~c
+        return found
 
     def _shown(self, g: int, kernels: bool, most: int) -> list[int]:
         """The first ``most`` children of ``g`` its page draws."""

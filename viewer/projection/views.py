@@ -366,18 +366,19 @@ class Pages:
 
     def _build_deps(self, g: int, kernels: bool) -> _Deps:
         w = _Wiring(self.index, self.present, g, kernels)
-        refs, hidden = w.refs, w.hidden
+        refs, hidden, made_at, producer = w.refs, w.hidden, w.made_at, self.index.producer
         near: dict[int, int] = {}
         src: list[int] = []
         dst: list[int] = []
         val: list[int] = []
         for pos, ref in enumerate(refs):
-            if hidden(ref):
+            if ref >= 0 and hidden(ref):
                 continue
             for v in w.operands(ref):
                 if v < 0:
                     continue  # a literal
-                s = w.made_at(v)
+                # made outside the capture (a weight: 57k entering a deep stack's page): -1
+                s = made_at(v) if producer[v] >= 0 else -1
                 if s >= 0 and hidden(refs[s]):
                     near.setdefault(s, pos)
                     via = w.drawn(v)
