@@ -23,8 +23,10 @@ graph), TorchLens (``trace``, its defaults) and ``torch.export``, each beside it
 plain forwards. Beside them, the hook floor: the same forward under what any op-level
 capture needs and nothing else (global module pre/post hooks, a ``TorchFunctionMode`` and
 a ``TorchDispatchMode``, each calling straight through, the dispatch mode with the same
-Dynamo guard choice as TensorViz's), so the rows say how much of the cost per op is the
-hooks themselves and how much is TensorViz's own recording. Per recorded op: the median
+Dynamo guard as TensorViz's: its code marked for Dynamo to skip), so the rows say how much of the cost per op is the
+hooks themselves and how much is TensorViz's own recording; under it, each of the three
+mechanisms alone (module hooks alone, function mode alone, dispatch mode alone), so the
+floor is explained. ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
 of the pairs' CPU differences over the op count. Targets printed beside each figure (issues 40
 and 51): statistics on <= 1.25x, off <= 1.10x; <= 30 us per op off, <= 60 us on. "Stats on"
 is the graph the user first sees, as the worker sends it: every activation's statistics
@@ -84,7 +86,7 @@ from capture.graph import graphfile  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
 from capture.torch import stats as stats_module  # noqa: E402
 from capture.torch.saved import load_checkpoint  # noqa: E402
-from capture.torch.trace import TorchTrace  # noqa: E402
+from capture.torch.trace import TorchTrace, _skip_dynamo_below  # noqa: E402
 from capture.worker.context import CaptureContext  # noqa: E402
 from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
 
@@ -307,8 +309,8 @@ class _PassFunction(TorchFunctionMode):
 
 class _PassDispatch(TorchDispatchMode):
     @classmethod
-    def _should_skip_dynamo(cls) -> bool:  # as capture.torch.trace chooses
-        return "torch._dynamo" in sys.modules
+    def _should_skip_dynamo(cls) -> bool:  # as capture.torch.trace chooses: its code is marked instead
+        return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -318,17 +320,29 @@ def _no_hook(*args) -> None:
     return None
 
 
-def hook_floor(model: torch.nn.Module, x: torch.Tensor):
-    """``model(x)`` under the hooks an op-level capture cannot do without, each doing nothing."""
+def hook_floor(model: torch.nn.Module, x: torch.Tensor, mechanisms: tuple[str, ...] = ("module", "function", "dispatch")):
+    """``model(x)`` under the hooks an op-level capture cannot do without, each doing
+    nothing: global module pre/post hooks (``module``), a function mode (``function``) and
+    a dispatch mode (``dispatch``); ``mechanisms`` picks some of them alone (the rows that
+    explain the floor)."""
     mm = torch.nn.modules.module
+    if "torch._dynamo" in sys.modules:  # Dynamo skips the mode's frames, as it does TensorViz's
+        _skip_dynamo_below(_PassDispatch.__torch_dispatch__.__code__)
     handles = [mm.register_module_forward_pre_hook(_no_hook),
-               mm.register_module_forward_hook(_no_hook, always_call=True)]
+               mm.register_module_forward_hook(_no_hook, always_call=True)] if "module" in mechanisms else []
     try:
-        with _PassFunction(), _PassDispatch():
+        with (_PassFunction() if "function" in mechanisms else contextlib.nullcontext()), \
+                (_PassDispatch() if "dispatch" in mechanisms else contextlib.nullcontext()):
             return model(x)
     finally:
         for handle in handles:
             handle.remove()
+
+
+# The floor's mechanisms, each alone: (key, label, what hook_floor installs).
+MECHANISMS = (("floor:module", "  module hooks alone", ("module",)),
+              ("floor:function", "  function mode alone", ("function",)),
+              ("floor:dispatch", "  dispatch mode alone", ("dispatch",)))
 
 
 def peer_variants(model: torch.nn.Module, x: torch.Tensor) -> dict:
@@ -414,18 +428,21 @@ def suite(args) -> None:
             with torch.no_grad():
                 model(x)  # the first forward in a process pays kernel set-up: not the capture's cost
                 capture_once(model, x, True, files)
-                variants = {"on": lambda: capture_once(model, x, True, files),
-                            "on+encode": lambda: graphfile.encode(capture_once(model, x, True, files)),
-                            "on+after": lambda: capture_once(model, x, True, files, after=True),
-                            "on, now": lambda: capture_once(model, x, True, files, parameters="now"),
-                            "off": lambda: capture_once(model, x, False, files),
-                            "floor": lambda: hook_floor(model, x)}
-                if batch == 1 and not args.no_peers:
+                variants = {} if args.off_only else {
+                    "on": lambda: capture_once(model, x, True, files),
+                    "on+encode": lambda: graphfile.encode(capture_once(model, x, True, files)),
+                    "on+after": lambda: capture_once(model, x, True, files, after=True),
+                    "on, now": lambda: capture_once(model, x, True, files, parameters="now")}
+                variants.update({"off": lambda: capture_once(model, x, False, files),
+                                 "floor": lambda: hook_floor(model, x)})
+                for key, _, mechanisms in MECHANISMS:
+                    variants[key] = lambda mechanisms=mechanisms: hook_floor(model, x, mechanisms)
+                if batch == 1 and not args.no_peers and not args.off_only:
                     variants.update(peer_variants(model, x))
                 got = pairs(lambda: model(x), variants, args.repeat)
-                if batch == 1 and not args.no_peers:
+                if batch == 1 and not args.no_peers and not args.off_only:
                     got.update(export_pairs(model, x, args.repeat))
-            n_ops = len(got["on"]["result"].nodes)
+            n_ops = len(got["off"]["result"].nodes)
             rows.append((name, batch, threads, n_ops, got))
             print_row(name, batch, threads, n_ops, got)
     print(f"after: {load_line()}")
@@ -443,7 +460,7 @@ def export_pairs(model: torch.nn.Module, x: torch.Tensor, repeat: int) -> dict:
 
 
 def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> None:
-    plain = got["on"]["plain_best"]
+    plain = got["off"]["plain_best"]
     print(f"\n{name}, batch {batch}, {threads} thread(s): {n_ops:,} ops; plain forward {plain:.4f} s CPU")
     print(f"  {'':26}{'x plain':>9}{'us/op':>9}{'cpu s':>9}   target")
     for key, label, target, us_target in (("on", "TensorViz, stats on", TARGET_ON, TARGET_US_ON),
@@ -461,9 +478,17 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
     else:
         print(f"  {'hook floor (no recording)':26}{floor['ratio']:9.2f}{floor['diff'] / n_ops * 1e6:9.1f}"
               f"{floor['cpu_best']:9.4f}   hooks and modes that call straight through")
-        own = {key: (got[key]["diff"] - floor["diff"]) / n_ops * 1e6 for key in ("on", "off")}
-        print(f"  {'TensorViz above the floor':26}{'':9}{own['on']:9.1f}{'':9}   us/op stats on; "
-              f"{own['off']:.1f} us/op stats off")
+        for key, label, _ in MECHANISMS:
+            row = got.get(key)
+            if row and not row.get("error"):
+                print(f"  {label:26}{row['ratio']:9.2f}{row['diff'] / n_ops * 1e6:9.1f}{row['cpu_best']:9.4f}   "
+                      "(per op of the capture's count; noise on a shared machine is a few us/op)")
+        own = {key: (got[key]["diff"] - floor["diff"]) / n_ops * 1e6 for key in ("on", "off") if key in got}
+        if "on" in own:
+            print(f"  {'TensorViz above the floor':26}{'':9}{own['on']:9.1f}{'':9}   us/op stats on; "
+                  f"{own['off']:.1f} us/op stats off")
+        else:
+            print(f"  {'TensorViz above the floor':26}{'':9}{own['off']:9.1f}{'':9}   us/op stats off")
     extra = {"on+encode": ("stats on + encode", "the graph, then its file's bytes (graphfile.encode)"),
              "on+after": ("stats on + parameters after", "the graph, then the parameters' statistics (the worker's whole work)"),
              "on, now": ("stats on, parameters in forward", "every parameter measured before the graph (before issue 51)")}
@@ -472,7 +497,7 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
         if row and not row.get("error"):
             print(f"  {label:26}{row['ratio']:9.2f}{row['diff'] / n_ops * 1e6:9.1f}{row['cpu_best']:9.4f}   {what}")
     for key, row in got.items():
-        if key in ("on", "off", "floor", *extra):
+        if key in ("on", "off", "floor", *extra) or key.startswith("floor:"):
             continue
         if row.get("error"):
             print(f"  {key:26}   failed: {row['error']}")
@@ -660,6 +685,7 @@ def main() -> None:
     ap.add_argument("--no-checkpoint", action="store_true", help="skip the checkpoint-loaded run")
     ap.add_argument("--no-peers", action="store_true", help="skip torchview, torchinfo, TorchLens and torch.export")
     ap.add_argument("--no-existing", action="store_true", help="skip the batch 8, two-thread columns")
+    ap.add_argument("--off-only", action="store_true", help="only statistics off, the hook floor and its mechanisms")
     ap.add_argument("--only", default="", help="comma-separated: nanogpt,llama,resnet50 (default: all)")
     args = ap.parse_args()
     if args.model:

@@ -104,16 +104,25 @@ class FunctionCalls(TorchFunctionMode):
                 self._names[func] = names
             except TypeError:
                 pass
-        trace = self.trace
         if names is None:
             return func(*args, **kwargs)
+        trace = self.trace
         b = trace.b
-        start, groups_before, parent = len(b.nodes), len(b.groups), trace.current_group
-        caller = sys._getframe(1)
+        nodes = b.nodes
+        start, groups_before, parent = len(nodes), len(b.groups), trace.current_group
         out = func(*args, **kwargs)
-        if len(b.nodes) > start:
+        end = len(nodes)
+        if end > start:
+            if end == start + 1 and len(b.groups) == groups_before:
+                # One kernel (most calls): its node names the function, unless it landed
+                # elsewhere or is a boundary node (the general case below says when).
+                node = nodes[start]
+                if node.group == parent and node.op not in BOUNDARY_OPS and trace.current_group == parent:
+                    node.params["function"] = names[0]
+                    return out
             try:
-                self._ran(names, start, groups_before, parent, caller)
+                # The caller's frame (this frame's caller, as when the call started).
+                self._ran(names, start, groups_before, parent, sys._getframe(1))
             except LimitExceeded as exc:
                 if trace.limit_error is None:
                     trace.limit_error = exc
@@ -130,7 +139,7 @@ class FunctionCalls(TorchFunctionMode):
         for i in range(start, end):
             if nodes[i].group != parent:
                 return
-        kernels = [i for i in range(start, end) if not _boundary_into(nodes, i, start)]
+        kernels = [i for i in range(start, end) if nodes[i].op not in BOUNDARY_OPS or not _boundary_into(nodes, i, start)]
         if not kernels:
             return
         qualified, short = names

@@ -55,7 +55,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph import gc_pause
 from ..graph.meta import CaptureMeta
-from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Operand
+from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Node, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
 from .dtensors import (COLLECTIVE_OPS, WRAPPERS,
@@ -87,6 +87,8 @@ _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
 # Ops whose results the trace indexes by layout (capture.torch.joins.Joins.index_strided).
 _INDEXED = frozenset({"aten::as_strided"})
 _NoTorchFunction = torch._C.DisableTorchFunction
+# Arguments that are their own literal (capture.torch.trace_values.literal).
+_SCALARS = frozenset({bool, int, float, str})
 
 
 @dataclasses.dataclass(slots=True)
@@ -115,7 +117,8 @@ class _Mode(TorchDispatchMode):
         # By default a mode's __torch_dispatch__ is wrapped in torch._dynamo.disable: that
         # imports torch._dynamo on the first op (1.5-3 s) and costs every op a few
         # microseconds, to keep torch.compile out of frames it could never see here
-        # unless the model compiles. _DynamoSafeMode keeps the wrapper for those models.
+        # unless the model compiles. Once torch._dynamo is loaded, _skip_dynamo_below marks
+        # this method's code instead (else _DynamoSafeMode keeps the wrapper).
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -138,7 +141,8 @@ class _Mode(TorchDispatchMode):
 
 
 class _DynamoSafeMode(_Mode):
-    """The same mode, with PyTorch's default dynamo guard (used once torch._dynamo is loaded)."""
+    """The same mode, with PyTorch's default dynamo guard (used once torch._dynamo is loaded,
+    where :func:`_skip_dynamo_below` cannot mark the mode's code instead)."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -146,6 +150,30 @@ class _DynamoSafeMode(_Mode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return _Mode.__torch_dispatch__(self, func, types, args, kwargs)
+
+
+def _skip_dynamo_below(code: Any) -> bool:
+    """Mark ``code`` (the mode's ``__torch_dispatch__``) so that Dynamo never compiles it
+    nor any frame it calls: what PyTorch's guard on a dispatch mode does (a
+    ``torch._dynamo.disable(recursive=True)`` wrapper), set once on the code object instead of
+    paid as two Python calls and two eval-frame swaps per op (~1 us/op measured, 3 % of a
+    recorded Llama's own cost). False when this PyTorch has no such setting (the wrapper
+    is used)."""
+    try:
+        from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+        set_code_exec_strategy(code, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
+    except Exception:  # noqa: BLE001 - another PyTorch's internals: keep PyTorch's own guard
+        return False
+    return True
+
+
+def _mode_class() -> type[_Mode]:
+    """The dispatch mode to record with: once torch._dynamo is loaded (a model that may
+    compile), one whose frames Dynamo skips."""
+    if "torch._dynamo" not in sys.modules or _skip_dynamo_below(_Mode.__torch_dispatch__.__code__):
+        return _Mode
+    return _DynamoSafeMode
 
 
 class TorchTrace(TraceValues, TraceFrames):
@@ -297,7 +325,7 @@ class TorchTrace(TraceValues, TraceFrames):
         # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
         self._outer_frame = sys._getframe(2)
         try:
-            mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
+            mode = _mode_class()
             with gc_pause.paused(), mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
                 try:
                     yield self
@@ -474,6 +502,8 @@ class TorchTrace(TraceValues, TraceFrames):
             elif type(a) in (list, tuple) and a and _has_tensor(a):
                 for x in a:
                     add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
+            elif a is None or type(a) in _SCALARS:  # literal(a) is a itself
+                add(Operand(i, None, a))
             else:
                 add(Operand(i, None, literal(a)))
         written = self._written(info, args, kwargs) if info.written else None
@@ -587,7 +617,7 @@ class TorchTrace(TraceValues, TraceFrames):
             params = self._distributed_op(info, operands, outputs, params, args, kwargs, out)
         if written:
             outputs += self._written_not_returned(written, out, nid)
-        b.adopt_node(info.name, operands, outputs, params, group, frame)
+        b.nodes.append(Node(nid, info.name, operands, outputs, params, group, frame, False))  # adopt_node
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)
 

@@ -18,7 +18,9 @@ from .dtensors import (FROM_LOCAL, REWRAP, TO_LOCAL, DistributedValues)
 from .joins import Joins
 from .stats import ActivationStatistics
 from .tensors import MAX_DEPTH
+from ..graph.model import Value
 from ..worker.builder import GraphBuilder
+from ..worker.errors import LimitExceeded
 
 
 # Module result structures recorded in group attrs are cut at this many leaves.
@@ -50,7 +52,7 @@ def literal(obj: Any) -> Any:
     if obj is None or t is bool or t is int or t is float or t is str:
         return obj
     if t is list or t is tuple or t is torch.Size:
-        return [literal(x) for x in obj]
+        return [x if type(x) is int else literal(x) for x in obj]  # sizes: ints, no call each
     if t is torch.dtype:
         return dtype_name(obj)
     if t is torch.device:
@@ -202,8 +204,45 @@ class TraceValues:
         if extra:
             measured.update(extra)
         dtype = t.dtype
-        return self._add_value(t, list(t.shape), _DTYPE_NAMES.get(dtype) or dtype_name(dtype), measured,
-                               producer, version)
+        # _add_value and _storage_of inlined (once per value: ~10 % of the trace's own time).
+        b = self.b
+        values = b.values
+        vid = len(values)
+        if vid >= b.limits.max_values:
+            raise LimitExceeded("max_values", b.limits.max_values, vid + 1)
+        values.append(Value(vid, list(t.shape), _DTYPE_NAMES.get(dtype) or dtype_name(dtype), measured))
+        ref = weakref.ref(t)
+        try:
+            key = t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            key = None
+        st = self._storages.get(key) if key is not None else None
+        if st is not None:
+            refs = st.refs
+            while refs and refs[0]() is None:
+                refs.pop(0)
+            if refs:
+                refs.append(ref)
+                measured["storage"] = st.sid
+                self._value_storage.append(st.sid)
+                self._owns_storage.append(False)
+            else:
+                st = None
+        if st is None:
+            measured["storage"] = sid = self._n_storages
+            self._n_storages = sid + 1
+            if key is not None:
+                self._storages[key] = _Storage(sid, [ref])
+            self._value_storage.append(sid)
+            self._owns_storage.append(True)
+        if producer is None:
+            self._producer.append(-1)
+            self._born.append(len(b.nodes))
+        else:
+            self._producer.append(producer)
+            self._born.append(producer + 1)
+        self._live[id(t)] = (ref, version, vid)
+        return vid
 
     def _new_abstract_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                             version: int | None) -> int:
