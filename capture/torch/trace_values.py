@@ -6,6 +6,7 @@ tensor facts they read (dtype names, devices, sizes)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
 from typing import Any, Callable
 
@@ -358,21 +359,32 @@ def _device_name(device: torch.device) -> str:
     return name
 
 
-def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
+def _dense_layout(t: _Tensor) -> tuple[tuple[int, int], ...]:
     """The memory a tensor reads from its storage offset, as ``(stride, size)`` runs:
     its dimensions that matter, sorted by stride, each merged into the one before when
     it continues it (stride = the one before's stride x size). Two tensors of as many
     elements with equal runs read the same elements: a permutation (a transpose), and
     also a view that splits or merges dimensions of a tensor with gaps (nanoGPT's
     ``k.view(B, T, heads, hs)`` of a slice split from one projection), which sorted
-    dimensions alone told apart (its statistics were measured again)."""
+    dimensions alone told apart (its statistics were measured again). Kept per shape and
+    strides (a model's layers repeat them): the walk cost ~2 us a tensor, twice for
+    every view whose statistics may be shared."""
+    shape, strides = t.shape, t.stride()
+    try:
+        return _layout_of(shape, strides)
+    except TypeError:  # a symbolic size is not hashable: walked each time
+        return _layout_of.__wrapped__(shape, strides)
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout_of(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     runs: list[tuple[int, int]] = []
-    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
+    for stride, size in sorted((st, n) for n, st in zip(shape, strides) if n != 1):
         if runs and runs[-1][0] * runs[-1][1] == stride:
             runs[-1] = (runs[-1][0], runs[-1][1] * size)
         else:
             runs.append((stride, size))
-    return runs
+    return tuple(runs)
 
 
 def _dims(seq: list) -> list:
