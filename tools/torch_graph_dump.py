@@ -75,7 +75,7 @@ def as_data(capture: Any) -> dict[str, Any]:
     for frame in data.get("frames", []):
         if isinstance(frame, dict) and frame.get("library"):
             frame["file"] = _library_path(frame["file"])
-    return data
+    return dict(data)
 
 
 # --------------------------------------------------------------------------- models
@@ -86,7 +86,7 @@ def _bench_models(args: argparse.Namespace) -> dict[str, Callable[[], list[tuple
     import bench_torch_capture as bench
     from capture.worker.workspace_files import WorkspaceFiles
 
-    def traced(build: Callable[[], Any], make_input: Callable[[], Any], workspace: Path) -> Callable:
+    def traced(build: Callable[[], Any], make_input: Callable[[], Any], workspace: Path) -> Callable[[], list[tuple[str, Any]]]:
         def run() -> list[tuple[str, Any]]:
             model, x = build(), make_input()
             files = WorkspaceFiles(workspace)
@@ -102,7 +102,7 @@ def _bench_models(args: argparse.Namespace) -> dict[str, Callable[[], list[tuple
         return make
 
     empty = ROOT / "tools" / "__empty_workspace__"  # no such folder: library frames only
-    out: dict[str, Callable] = {}
+    out: dict[str, Callable[[], list[tuple[str, Any]]]] = {}
     if args.nanogpt:
         out["nanogpt"] = traced(lambda: bench.build_nanogpt(args.nanogpt),
                                 seeded(lambda: torch.randint(0, 50304, (1, 64))), Path(args.nanogpt).resolve().parent)

@@ -23,17 +23,25 @@ finite).
   op that writes in place), so every value's statistics are of the data it had when it
   was made. Min, max and the NaN/Inf counts are exact; the sums, taken row by row, give a
   mean and std equal to what one tensor's reductions give, to float32 precision (summed
-  in another order, they may differ in the last bits). A value alone in its dtype and size, a
-  larger one, and tensors from outside (parameters, inputs: measured when first seen)
-  are measured one by one as below. A value whose storage was freed under it before its
+  in another order, they may differ in the last bits). A small tensor from outside
+  (a buffer, an input: no storage key, since a kernel may write one without saying so)
+  joins the batch as a copy made when it is first read, so a write nobody reports cannot
+  change what is measured. A value alone in its dtype and size and a larger one are
+  measured one by one as below. A value whose storage was freed under it before its
   batch was measured (FSDP2 frees a block's gathered parameters after its forward, with
   no op the trace sees) has no statistics (counted in ``stats_skipped_values``).
 * One by one on CPU, as each op finishes: the four moments (min, max, sum, sum of
   squares) of a tensor that fills a dense block of memory (contiguous or permuted) are
-  reduced over that block as one run, a large one chunk by chunk, each chunk small enough to stay in cache while its four reductions
-  read it, and all of them are read back at once. NaN/Inf propagate through min/max, so
+  reduced over that block as one run, a large one chunk by chunk, each chunk small
+  enough to stay in cache while its four reductions read it, and all of them are read
+  back at once. Every element equal (min = max) gives that value and no spread exactly. NaN/Inf propagate through min/max, so
   finite min and max prove both counts are zero; only otherwise does a masked path count
-  and skip them. Sums that overflow float32 are taken again in float64, and a variance
+  and skip them. A copy the measurement needs (a slice with gaps made dense, a
+  half-precision chunk converted to float32, the batch's rows) is written into one
+  buffer per dtype kept from value to value (:func:`_scratch`, freed at
+  :meth:`~ActivationStatistics.finish`), not a new tensor each time: a fresh allocation of
+  that size maps new pages and faults on each (185 against 24 us per 384 KiB copy of
+  nanoGPT's q, k, v slices inside a capture). Sums that overflow float32 are taken again in float64, and a variance
   lost to cancellation (``var < 1e-4 mean²``) is recomputed exactly (two-pass, float64).
   The reductions run on one thread: each is one memory pass, too short for a parallel
   region to pay off, and on a loaded machine a region waits for a descheduled worker
@@ -60,6 +68,7 @@ Torch is imported at module level: one of the worker's framework modules.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import torch
@@ -206,13 +215,17 @@ class ActivationStatistics:
         if n == 0:
             return
         cpu = t.device.type == "cpu"
-        if key is not None and cpu and n <= BATCH_ELEMENTS and self.mode != "deferred" and t.dtype in _BATCH_DTYPES \
+        if cpu and n <= BATCH_ELEMENTS and self.mode != "deferred" and t.dtype in _BATCH_DTYPES \
                 and t.layout == torch.strided:
-            # Kept as an alias (detach: the same storage, another tensor): an op's result
-            # that something else still held when the op returned would make autograd
-            # give the model a copy of it (one more op).
-            self._batch.setdefault((t.dtype, n), []).append((vid, t.detach()))
-            self._batch_keys.add(key)
+            if key is not None:
+                # Kept as an alias (detach: the same storage, another tensor): an op's result
+                # that something else still held when the op returned would make autograd
+                # give the model a copy of it (one more op).
+                self._batch.setdefault((t.dtype, n), []).append((vid, t.detach()))
+                self._batch_keys.add(key)
+            else:
+                # A storage no op is watched writing (a buffer, an input): its data now, copied.
+                self._batch.setdefault((t.dtype, n), []).append((vid, t.detach().clone()))
             self._batch_vids.add(vid)
             self._batch_held += n
             if len(self._batch_vids) >= BATCH_VALUES or self._batch_held >= BATCH_HELD:
@@ -297,6 +310,7 @@ class ActivationStatistics:
     def finish(self) -> None:
         """Measure the batch; fetch the deferred statistics: one transfer per device."""
         self.flush()
+        release_scratch()
         if not self._pending:
             return
         by_device: dict[Any, list[tuple[int, _Tensor]]] = {}
@@ -332,9 +346,10 @@ def _row_moments(tensors: list[_Tensor], n: int) -> list[list[float]]:
     dtype), as the rows of one matrix: four row reductions (float32 for narrower floats;
     ``amin`` and ``amax`` rather than ``aminmax``, which reduces rows 25-30x slower on a
     CPU: 1.1 ms against 40 us for 20 rows of 8,192)."""
-    rows = torch._utils._flatten_dense_tensors(tensors).view(len(tensors), n)
-    if rows.dtype not in _STAT_NATIVE:
-        rows = rows.float()
+    want = tensors[0].dtype if tensors[0].dtype in _STAT_NATIVE else torch.float32
+    rows = _scratch(len(tensors) * n, want)
+    torch.cat([t.reshape(-1) for t in tensors], out=rows)  # converted to float32 as it is copied
+    rows = rows.view(len(tensors), n)
     lo, hi = rows.amin(dim=1), rows.amax(dim=1)
     sums = rows.sum(dim=1)
     squares = torch.linalg.vector_norm(rows, dim=1).square()
@@ -352,7 +367,12 @@ def _from_moments(t: _Tensor, n: int, mn: float, mx: float, s: float, q: float) 
 
 
 def _summary(t: _Tensor, n: int, mn: float, mx: float, s: float, q: float) -> dict[str, Any]:
-    """The statistics of ``t`` (finite) from its four moments."""
+    """The statistics of ``t`` (finite) from its four moments. Every element equal (min
+    = max: a fresh BatchNorm's running variance, a mask): that value and no spread,
+    exactly, with no second pass (its float32 moments cancel to a variance of 0, which
+    asked for the exact two-pass one: ~30 us a buffer)."""
+    if mn == mx:
+        return {"min": mn, "max": mx, "mean": mn, "std": 0.0, "nan": 0, "inf": 0}
     mean = s / n
     var = q / n - mean * mean
     if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
@@ -385,22 +405,52 @@ def moments(t: _Tensor, dtype: torch.dtype | None = None) -> tuple[float, float,
     reductions 60 us). A run longer than :data:`CHUNK` is reduced chunk by chunk (each
     chunk converted on its own: a bfloat16 weight is never copied whole); the partial
     results are combined in Python floats. NaN propagates into min and max, ±inf into
-    min or max."""
+    min or max. Copies and conversions go into a buffer kept for the next (:func:`_scratch`)."""
     want = dtype or (t.dtype if t.dtype in _STAT_NATIVE else torch.float32)
     flat = dense_run(t)
     if flat is None and t.layout == torch.strided and t.numel() <= COPY_ELEMENTS:
-        flat = t.reshape(-1)
+        flat = _scratch(t.numel(), want)
+        flat.view(t.shape).copy_(t)  # one pass: the gaps skipped, the dtype converted
     if flat is None:
         return tuple(_four(t if t.dtype == want else t.to(want)).tolist())
     if flat.numel() <= CHUNK:
-        x = flat if flat.dtype == want else flat.to(want)
-        lo, hi = x.amin(), x.amax()
-        return lo.item(), hi.item(), x.sum().item(), torch.dot(x, x).item()
-    rows = torch.stack([_four(c if c.dtype == want else c.to(want)) for c in flat.split(CHUNK)]).tolist()
+        return _run_moments(flat if flat.dtype == want else _scratch(flat.numel(), want).copy_(flat))
+    rows = torch.stack([_four(c if c.dtype == want else _scratch(c.numel(), want).copy_(c))
+                        for c in flat.split(CHUNK)]).tolist()  # one read-back for all chunks
     if any(math.isnan(r[0]) or math.isnan(r[1]) for r in rows):
         return math.nan, math.nan, math.nan, math.nan
     return (min(r[0] for r in rows), max(r[1] for r in rows),
             math.fsum(r[2] for r in rows), math.fsum(r[3] for r in rows))
+
+
+def _run_moments(x: _Tensor) -> tuple[float, float, float, float]:
+    """``(min, max, sum, sum of squares)`` of a 1-D float32/float64 run."""
+    lo, hi = x.amin(), x.amax()
+    return lo.item(), hi.item(), x.sum().item(), torch.dot(x, x).item()
+
+
+# Buffers the copies and conversions of :func:`moments` and the batch go into, by dtype,
+# kept from one value to the next (:func:`release_scratch` frees them). A new tensor for
+# each copy cost more than the copy: above glibc's mmap threshold every allocation maps
+# fresh pages and faults on each one (nanoGPT's q, k, v slices: 185 us per 384 KiB copy
+# inside a capture, 24 us into memory already mapped).
+# One set per thread: two threads measuring at once never share a buffer.
+_SCRATCH = threading.local()
+
+
+def _scratch(n: int, dtype: torch.dtype) -> _Tensor:
+    """A 1-D tensor of ``n`` elements of ``dtype`` in this thread's kept buffer (its data
+    is overwritten by the next call for that dtype)."""
+    buffers: dict[torch.dtype, _Tensor] = _SCRATCH.__dict__
+    buf = buffers.get(dtype)
+    if buf is None or buf.numel() < n:
+        buf = buffers[dtype] = torch.empty(max(n, CHUNK), dtype=dtype)
+    return buf[:n]
+
+
+def release_scratch() -> None:
+    """Free this thread's buffers of :func:`_scratch` (at the end of a trace's statistics)."""
+    _SCRATCH.__dict__.clear()
 
 
 def dense_run(t: _Tensor) -> _Tensor | None:

@@ -6,6 +6,7 @@ tensor facts they read (dtype names, devices, sizes)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
 from typing import Any, Callable
 
@@ -203,7 +204,7 @@ class TraceValues:
         if extra:
             measured.update(extra)
         dtype = t.dtype
-        # _add_value and _storage_of inlined (once per value: ~10 % of the trace's own time).
+        # GraphBuilder.value inlined (once per value: ~10 % of the trace's own time).
         b = self.b
         values = b.values
         vid = len(values)
@@ -211,35 +212,8 @@ class TraceValues:
             raise LimitExceeded("max_values", b.limits.max_values, vid + 1)
         values.append(Value(vid, list(t.shape), _DTYPE_NAMES.get(dtype) or dtype_name(dtype), measured))
         ref = weakref.ref(t)
-        try:
-            key = t.untyped_storage()._cdata
-        except (RuntimeError, NotImplementedError, TypeError):
-            key = None
-        st = self._storages.get(key) if key is not None else None
-        if st is not None:
-            refs = st.refs
-            while refs and refs[0]() is None:
-                refs.pop(0)
-            if refs:
-                refs.append(ref)
-                measured["storage"] = st.sid
-                self._value_storage.append(st.sid)
-                self._owns_storage.append(False)
-            else:
-                st = None
-        if st is None:
-            measured["storage"] = sid = self._n_storages
-            self._n_storages = sid + 1
-            if key is not None:
-                self._storages[key] = _Storage(sid, [ref])
-            self._value_storage.append(sid)
-            self._owns_storage.append(True)
-        if producer is None:
-            self._producer.append(-1)
-            self._born.append(len(b.nodes))
-        else:
-            self._producer.append(producer)
-            self._born.append(producer + 1)
+        measured["storage"] = self._storage_of(t, vid, ref)
+        self._note_producer(producer)
         self._live[id(t)] = (ref, version, vid)
         return vid
 
@@ -270,14 +244,19 @@ class TraceValues:
         vid = b.adopt_value(shape, dtype, measured)
         ref = weakref.ref(t)
         measured["storage"] = self._storage_of(t, vid, ref)
+        self._note_producer(producer)
+        self._live[id(t)] = (ref, version, vid)
+        return vid
+
+    def _note_producer(self, producer: int | None) -> None:
+        """A new value's producer (-1: made outside the recorded ops) and the node count
+        it was born at."""
         if producer is None:
             self._producer.append(-1)
-            self._born.append(len(b.nodes))
+            self._born.append(len(self.b.nodes))
         else:
             self._producer.append(producer)
             self._born.append(producer + 1)
-        self._live[id(t)] = (ref, version, vid)
-        return vid
 
     def _new_dtensor_value(self, t: Any, producer: int | None, extra: dict[str, Any] | None,
                            version: int | None) -> int:
@@ -380,21 +359,32 @@ def _device_name(device: torch.device) -> str:
     return name
 
 
-def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
+def _dense_layout(t: _Tensor) -> tuple[tuple[int, int], ...]:
     """The memory a tensor reads from its storage offset, as ``(stride, size)`` runs:
     its dimensions that matter, sorted by stride, each merged into the one before when
     it continues it (stride = the one before's stride x size). Two tensors of as many
     elements with equal runs read the same elements: a permutation (a transpose), and
     also a view that splits or merges dimensions of a tensor with gaps (nanoGPT's
     ``k.view(B, T, heads, hs)`` of a slice split from one projection), which sorted
-    dimensions alone told apart (its statistics were measured again)."""
+    dimensions alone told apart (its statistics were measured again). Kept per shape and
+    strides (a model's layers repeat them): the walk cost ~2 us a tensor, twice for
+    every view whose statistics may be shared."""
+    shape, strides = t.shape, t.stride()
+    try:
+        return _layout_of(shape, strides)
+    except TypeError:  # a symbolic size is not hashable: walked each time
+        return _layout_of.__wrapped__(shape, strides)
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout_of(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     runs: list[tuple[int, int]] = []
-    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
+    for stride, size in sorted((st, n) for n, st in zip(shape, strides) if n != 1):
         if runs and runs[-1][0] * runs[-1][1] == stride:
             runs[-1] = (runs[-1][0], runs[-1][1] * size)
         else:
             runs.append((stride, size))
-    return runs
+    return tuple(runs)
 
 
 def _dims(seq: list) -> list:

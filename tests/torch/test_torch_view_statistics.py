@@ -50,3 +50,13 @@ def test_a_view_of_a_slice_with_gaps_shares_the_slices_statistics(tmp_path):
     assert stats["min"] is not None
     # the same statistics, not measured again
     assert b.values[viewed].measured["stats"] is stats and b.values[transposed].measured["stats"] is stats
+
+
+def test_a_layout_of_unhashable_sizes_is_walked_each_time():
+    # Layouts are kept per (shape, strides); a symbolic size cannot be a key, so such a
+    # tensor's runs are walked afresh (a stand-in with list sizes, unhashable like a SymInt).
+    from types import SimpleNamespace
+
+    t = torch.randn(2, 3, 4).permute(2, 0, 1)
+    stand_in = SimpleNamespace(shape=list(t.shape), stride=lambda: list(t.stride()))
+    assert _dense_layout(stand_in) == _dense_layout(t) == ((1, 24),)
