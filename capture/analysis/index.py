@@ -11,8 +11,8 @@ cyclic collector paused, see :mod:`capture.graph.gc_pause`).
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from itertools import compress
-from operator import ne
+from itertools import chain, compress, islice, repeat
+from operator import ne, sub
 from typing import Any, Sequence
 
 from capture.graph.tables import NodeTable
@@ -71,7 +71,7 @@ def _owners(offsets: list[int]) -> list[int] | range:
     n = len(offsets) - 1
     if offsets[-1] == n and offsets == list(range(n + 1)):
         return range(n)  # one entry per row: the common case for outputs
-    return [i for i in range(n) for _ in range(offsets[i + 1] - offsets[i])]
+    return list(chain.from_iterable(map(repeat, range(n), map(sub, islice(offsets, 1, None), offsets))))
 
 
 def _chunk_keys(g: int, n: int, pos: int) -> list[str]:
@@ -173,56 +173,83 @@ class GraphIndex:
         self.last, self.node_count, self.opaque_count = last, count, opaque
 
     def _values(self, n_values: int) -> None:
-        """The producer of each value; its uses (operand refs sorted by value: a CSR)."""
+        """The producer of each value and the node of each operand; the uses (operand
+        refs sorted by value) are sorted on the first :meth:`uses` (the warm-up asks none)."""
         cols = self.cols
         prod = self.producer = [-1] * n_values
-        out_owner = _owners(cols.out_off)
-        for v, i in zip(cols.out_ids, out_owner):
-            prod[v] = i
-        in_ref = cols.in_ref
+        list(map(prod.__setitem__, cols.out_ids, _owners(cols.out_off)))
         self.in_owner = _owners(cols.in_off)
-        order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
-        self.use_refs = [in_ref[k] for k in order]  # operand refs sorted by value (CSR of uses)
-        self._use_order = order
+        self._use_order: list[int] | None = None
+
+    @property
+    def use_refs(self) -> list[int]:
+        """Every operand ref, sorted by value (the CSR of :meth:`uses`)."""
+        return self._uses()[0]
+
+    def _uses(self) -> tuple[list[int], list[int]]:
+        order = self._use_order
+        in_ref = self.cols.in_ref
+        if order is None:  # two threads asking at once sort the same thing
+            order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
+            self._use_refs = list(map(in_ref.__getitem__, order))
+            self._use_order = order
+        return self._use_refs, order
 
     def _boundaries(self, ng: int, n_values: int) -> None:
-        """The values entering / leaving each group (ordered sets, slot g+1)."""
-        cols, grp, prod = self.cols, self.cols.group, self.producer
-        in_ref, in_owner = cols.in_ref, self.in_owner
-        self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
-        self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
+        """The values entering / leaving each group (ordered sets, slot g+1): each operand
+        whose producer lies in another group walks up from its user's group and from its
+        producer's, by depth, to where they meet, entering the groups on the first walk
+        and leaving those on the second (a value from outside the capture enters every
+        group above its user, and the root). A set's order is its operands' order."""
+        grp, in_ref = self.cols.group, self.cols.in_ref
         n_lit = -min(in_ref, default=0) if in_ref else 0
-        gprod = [grp[p] if p >= 0 else _OUT for p in prod] + [_LIT] * max(n_lit, 0)
+        # the group of each value's producer (_OUT: none), then of each literal (_LIT)
+        gprod = list(map([*grp, _OUT].__getitem__, self.producer)) + [_LIT] * max(n_lit, 0)
         gval = list(map(gprod.__getitem__, in_ref))
-        gin = list(map(grp.__getitem__, in_owner))
-        paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
-        bin_, bout = self.bin, self.bout
+        gin = list(map(grp.__getitem__, self.in_owner))
+        # indexed by group, the root (-1) last: a walk's ROOT reads the last entry. One
+        # dict each while filling (no test per entry), the empty ones None after.
+        bin_: list[dict[int, None]] = [{} for _ in range(ng + 1)]
+        bout: list[dict[int, None]] = [{} for _ in range(ng + 1)]
+        parent = self.parent + [ROOT]
+        depth = self.depth + [0]
+        root_in = bin_[ROOT]
         # What the boundary sets may hold: each operand enters and leaves the groups between
         # its producer and its user, so a file of values crossing a deep chain holds
-        # crossings x depth entries; past this bound (linear in the file) the index refuses.
+        # crossings x depth entries; past this bound (linear in the file) the index refuses
+        # (checked after each operand's walk: at most one walk, 2 x depth, past it).
         left = BOUNDARY_ENTRIES_PER_ITEM * (len(in_ref) + n_values + ng) + BOUNDARY_ENTRIES_BASE
         for k in compress(range(len(in_ref)), map(ne, gin, gval)):
-            gv = gval[k]
-            if gv == _LIT:
-                continue
-            key = (gin[k], gv)
-            enter_leave = paths.get(key)
-            if enter_leave is None:
-                enter_leave = paths[key] = self._crossing(*key)
+            y = gval[k]
+            x = gin[k]
             v = in_ref[k]
-            left -= len(enter_leave[0]) + len(enter_leave[1])
+            if y < ROOT:
+                if y == _LIT:
+                    continue
+                left -= depth[x] + 1  # _OUT: it enters the root and every group above its user
+                root_in[v] = None
+                while x != ROOT:
+                    bin_[x][v] = None
+                    x = parent[x]
+            else:
+                dx, dy = depth[x], depth[y]
+                left -= dx + dy
+                while dx > dy:
+                    bin_[x][v] = None
+                    x, dx = parent[x], dx - 1
+                while dy > dx:
+                    bout[y][v] = None
+                    y, dy = parent[y], dy - 1
+                while x != y:
+                    bin_[x][v] = None
+                    bout[y][v] = None
+                    x, y = parent[x], parent[y]
+                    dx -= 1
+                left += 2 * dx  # where they met: no entry there or above
             if left < 0:
                 raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, ng, max(self.depth, default=0))
-            for g in enter_leave[0]:  # (_add, inlined: 400k calls)
-                d = bin_[g + 1]
-                if d is None:
-                    d = bin_[g + 1] = {}
-                d[v] = None
-            for g in enter_leave[1]:
-                d = bout[g + 1]
-                if d is None:
-                    d = bout[g + 1] = {}
-                d[v] = None
+        self.bin: list[dict[int, None] | None] = [root_in or None, *[d or None for d in bin_[:-1]]]
+        self.bout: list[dict[int, None] | None] = [bout[ROOT] or None, *[d or None for d in bout[:-1]]]
         self._results_leave(n_values, left)
 
     def _results_leave(self, n_values: int, left: int) -> None:
@@ -271,41 +298,15 @@ class GraphIndex:
         """The root pseudo group, then the groups from the top down to ``g``."""
         return [ROOT] + (self.chain[g] if g != ROOT else [])
 
-    def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
-        """Groups a value enters (from its producer's group down to its user's, top first)
-        and leaves (from its producer's group up, top first): the two walks up from each
-        group to where they meet, by depth, with no chain kept."""
-        depth, parent = self.depth, self.parent
-        a: list[int] = []
-        b: list[int] = []
-        x = g_use
-        if g_prod == _OUT:  # from outside the capture: it enters the root too
-            return self.full_chain(g_use), b
-        y = g_prod
-        dx = depth[x] if x != ROOT else 0
-        dy = depth[y] if y != ROOT else 0
-        while dx > dy:
-            a.append(x)
-            x, dx = parent[x], dx - 1
-        while dy > dx:
-            b.append(y)
-            y, dy = parent[y], dy - 1
-        while x != y:
-            a.append(x)
-            b.append(y)
-            x, y = parent[x], parent[y]
-        a.reverse()
-        b.reverse()
-        return a, b
-
     # ------------------------------------------------------------------ lookups
 
     def uses(self, v: int) -> list[int]:
         """Nodes using value ``v`` as an operand, in program order, each once."""
-        lo = bisect_left(self.use_refs, v)
-        hi = bisect_right(self.use_refs, v, lo)
+        refs, order = self._uses()
+        lo = bisect_left(refs, v)
+        hi = bisect_right(refs, v, lo)
         owner = self.in_owner
-        return list(dict.fromkeys(owner[k] for k in self._use_order[lo:hi]))
+        return list(dict.fromkeys(owner[k] for k in order[lo:hi]))
 
     def ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
         """Direct children of ``g`` in program order: (keys, refs, position of each child

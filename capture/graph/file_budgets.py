@@ -5,6 +5,7 @@ budgets of containers, elements and memory charged while the body decodes
 from __future__ import annotations
 
 import sys
+from itertools import chain
 from typing import Any
 
 import msgpack
@@ -114,11 +115,22 @@ _CACHED_INTS = frozenset(range(-5, 257))
 _NEW_KEY_BYTES = 160
 
 
+#: Short lists (a capture's literal operands: 43k of one to three integers in a 100k-op
+#: Torch capture) are charged in batches of this many, by C-level passes over the batch,
+#: instead of a Python computation each: what decoding holds past the budget before a
+#: batch is charged is at most this many short lists.
+SHORT_LIST = 32
+SHORT_BATCH = 4096
+
+
 class _MemoryCharge:
     """The hooks that count what a body's decoding holds: containers against the
     header's budget, elements, and bytes of memory against :func:`memory_budget` (each
     list and map charged when msgpack completes it: its own size and its elements'; map
-    keys once per distinct key, as msgpack interns them). Raises :class:`_OverBudget`."""
+    keys once per distinct key, as msgpack interns them; lists of up to
+    :data:`SHORT_LIST` elements in batches of :data:`SHORT_BATCH`, and the last batch by
+    :meth:`settle`, which the decoder calls once msgpack is done). Raises
+    :class:`_OverBudget`."""
 
     def __init__(self, containers: int, elements: int, memory: int) -> None:
         left = [containers, elements, memory]
@@ -126,19 +138,38 @@ class _MemoryCharge:
         cost = _ELEMENT_BYTES.__getitem__
         small = _CACHED_INTS.__contains__
         size = sys.getsizeof
+        short: list[list[Any]] = []  # short lists not charged yet
+        keep = short.append
 
         def over() -> None:
             raise _OverBudget("containers" if left[0] < 0 else "elements" if left[1] < 0 else "memory")
 
+        def settle() -> None:
+            """Charge the short lists not charged yet."""
+            if not short:
+                return
+            k = len(short)
+            items = list(chain.from_iterable(short))
+            short.clear()
+            left[0] -= k
+            left[1] -= len(items) + k
+            left[2] -= 64 * k + 8 * len(items) + sum(map(cost, map(type, items)))
+            if left[0] < 0 or left[1] < 0 or left[2] < 0:
+                over()
+
         def charged_list(obj: list[Any]) -> list[Any]:
             n = len(obj)
+            if n <= SHORT_LIST:
+                keep(obj)
+                if len(short) >= SHORT_BATCH:
+                    settle()
+                return obj
             c = 64 + 8 * n + sum(map(cost, map(type, obj)))
-            if n > 32:  # a long column: what Python really holds for it
-                kinds = set(map(type, obj))
-                if kinds == {int}:
-                    c -= 32 * sum(map(small, obj))
-                elif kinds == {str}:  # each string's size, and the allocator's rounding up to 16 bytes
-                    c += sum(map(size, obj)) - 64 * n
+            kinds = set(map(type, obj))  # a long column: what Python really holds for it
+            if kinds == {int}:
+                c -= 32 * sum(map(small, obj))
+            elif kinds == {str}:  # each string's size, and the allocator's rounding up to 16 bytes
+                c += sum(map(size, obj)) - 64 * n
             left[0] -= 1
             left[1] -= n + 1
             left[2] -= c
@@ -159,11 +190,15 @@ class _MemoryCharge:
 
         self.list_hook = charged_list
         self.object_hook = charged_map
+        self.settle = settle
         self._left = left
+        self._memory = memory
 
     @property
     def used(self) -> int:
-        return -self._left[2]
+        """The bytes of memory charged so far."""
+        self.settle()
+        return self._memory - self._left[2]
 
 
 def _return_memory() -> None:

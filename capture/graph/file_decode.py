@@ -10,6 +10,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from itertools import islice
+from operator import lt
 from typing import Any, cast
 
 from ..units import COUNT_LIMIT
@@ -192,9 +193,10 @@ def _build(body: Any, header: dict[str, Any], version: int) -> Capture:
     values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured, shardings)
 
     # groups and frames (nodes refer to them)
-    groups = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
-        _listed_groups(b.get("groups"))
-    _check_acyclic(groups)
+    groups, parents_first = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
+        (_listed_groups(b.get("groups")), False)
+    if not parents_first:  # each parent listed before its children (as writers list them): no cycle
+        _check_acyclic(groups)
     frames = _read_frames(b, strings)
     nodes = _read_nodes(b, strings, n_values, len(groups), len(frames), packed)
     n_nodes = len(nodes)
@@ -496,8 +498,9 @@ def _listed_groups(obj: Any) -> list[Group]:
     return groups
 
 
-def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> list[Group]:
-    """Version 3's groups: kind, name and parent columns, and the attrs in map columns."""
+def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> tuple[list[Group], bool]:
+    """Version 3's groups: kind, name and parent columns, and the attrs in map columns;
+    and whether every group's parent comes before it (then they form no cycle)."""
     n_str = len(strings)
     kinds = _packed_ints(cols.get("kind"), "groups.kind", None, 0, n_str, few=True)
     n = len(kinds)
@@ -507,8 +510,9 @@ def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> list[Group]:
     if bad is not None:
         raise _Invalid(f"groups[{bad}].parent: out of range")
     attrs = unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain)
-    return [Group(i, strings[k], strings[m], None if p < 0 else p, a or {})
-            for i, k, m, p, a in zip(range(n), kinds, names, parents, attrs)]
+    groups = [Group(i, strings[k], strings[m], None if p < 0 else p, a or {})
+              for i, k, m, p, a in zip(range(n), kinds, names, parents, attrs)]
+    return groups, all(map(lt, parents, range(n)))
 
 
 def _raw_within_depth(values: list[Any], where: str) -> None:

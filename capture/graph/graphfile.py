@@ -178,6 +178,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     try:
         body = msgpack.unpackb(memoryview(data)[start:], list_hook=charge.list_hook, object_hook=charge.object_hook,
                                **_limits(len(data), packed=version >= 2, longest=longest))
+        charge.settle()  # the short lists charged last
     except _OverBudget as over:
         refused = over.args[0]  # raised below, once this exception (and its frames) are gone
     except msgpack.ExtraData:

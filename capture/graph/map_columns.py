@@ -175,12 +175,70 @@ class MapColumns(Sequence):
         if not any(c is not None for c in columns):
             return [None] * self.n
         its = [repeat(None)] + [iter(c) if c is not None else repeat(None) for c in columns]
-        return [_fresh(next(its[k])) for k in self._order]
+        got = map(next, map(its.__getitem__, self._order))  # C-level: no Python per entry
+        if any(_holds_lists(c) for c in columns if c is not None):
+            return list(map(_fresh, got))
+        return list(got)
+
+
+class Slices(Sequence):
+    """A column of integer lists (strides, aliases) as CSR offsets over one flat list:
+    entry ``i`` is ``flat[off[i]:off[i + 1]]``, a fresh list at each access. Slicing
+    200,000 lists up front was most of reading a 100,000-op capture's measured maps, which
+    a first view hardly reads."""
+
+    __slots__ = ("_off", "_flat")
+
+    def __init__(self, off: list[int], flat: list[int]) -> None:
+        self._off, self._flat = off, flat
+
+    def __len__(self) -> int:
+        return len(self._off) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self._off) - 1
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._flat[self._off[i]:self._off[i + 1]]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        off, flat = self._off, self._flat
+        return map(flat.__getitem__, map(slice, off, islice(off, 1, None)))
+
+
+class Strings(Sequence):
+    """A column of strings (or None) as indices into the file's string table (with None
+    last): entry ``i`` is ``table[index[i]]``, looked up when read."""
+
+    __slots__ = ("_index", "_table")
+
+    def __init__(self, index: Sequence[int], table: list) -> None:
+        self._index, self._table = index, table
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return list(map(self._table.__getitem__, self._index[i]))
+        return self._table[self._index[i]]
+
+    def __iter__(self) -> Iterator[str | None]:
+        return map(self._table.__getitem__, self._index)
 
 
 def _fresh(x: Any) -> Any:
     """A list value (strides) is handed out as a copy: a caller may keep and change it."""
     return list(x) if type(x) is list else x
+
+
+def _holds_lists(col: Sequence) -> bool:
+    """Whether a decoded column may hand out lists (which :func:`_fresh` copies)."""
+    return isinstance(col, Slices) or (type(col) is list and list in set(map(type, col)))
 
 
 def _fresh_column(col: Sequence) -> Any:
@@ -226,17 +284,16 @@ def _decode(col: Any, count: int, table: list, where: str, nesting: int,
     need(type(col) is list and len(col) >= 2 and type(col[0]) is str, where, "expected a column")
     kind = col[0]
     if kind == "i" and len(col) == 2:
-        return packed_ints(col[1], where, count, -(1 << 63), 1 << 64)
+        return packed_ints(col[1], where, count, -(1 << 63), 1 << 64, as_list=False)
     if kind == "f" and len(col) == 2:
-        return packed_floats(col[1], where, count)
+        return packed_floats(col[1], where, count, as_list=False)
     if kind == "s" and len(col) == 2:
-        idx = packed_ints(col[1], where, count, -1, len(table) - 1, few=True)
-        return list(map(table.__getitem__, idx))
+        return Strings(packed_ints(col[1], where, count, -1, len(table) - 1, few=True, as_list=False), table)
     if kind == "l" and len(col) == 3:
         off = packed_ints(col[1], f"{where}.offsets", count + 1, 0, 1 << 62)
         need(off[0] == 0 and sorted(off) == off, f"{where}.offsets", "must start at 0 and not decrease")
         flat = packed_ints(col[2], where, off[-1], -(1 << 63), 1 << 64)
-        return [flat[a:b] for a, b in zip(off, islice(off, 1, None))]
+        return Slices(off, flat)
     if kind == "m" and len(col) == 2:
         need(nesting < MAX_NESTING, where, "maps nested too deeply")
         return unpack_maps(col[1], table[:-1], where, count, nesting + 1, check_raw, table)

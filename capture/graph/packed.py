@@ -63,10 +63,13 @@ def pack_floats(col: list[float]) -> bytes:
 # --------------------------------------------------------------------------- reading
 
 
-def packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+def packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False,
+                as_list: bool = True) -> Any:
     """A packed integer column of ``length`` entries (``None``: any number), each in
-    [lo, hi), as a list. Every entry is an integer by construction, and the type code
-    bounds it: only the bounds the code leaves open are checked, by C-level passes."""
+    [lo, hi), as a list (``as_list=False``: as the checked ``array`` itself, whose entries
+    are the same integers, each made when it is read). Every entry is an integer by
+    construction, and the type code bounds it: only the bounds the code leaves open are
+    checked, by C-level passes."""
     need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
     code = chr(obj[0])
     width = PACKED_WIDTH.get(code)
@@ -89,20 +92,22 @@ def packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, f
         if width == 1:  # one byte per entry: delete the bytes of allowed values; none may remain
             allowed = bytes(v & 0xFF for v in range(max(lo, code_lo), min(hi, code_hi)))
             if not obj[1:].translate(None, allowed):
-                return entries.tolist()
+                return entries.tolist() if as_list else entries
         span = set(entries) if few else entries
         if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
             bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)
             raise Invalid(f"{where}[{bad}]: {entries[bad]} is out of range")
-    return entries.tolist()
+    return entries.tolist() if as_list else entries
 
 
-def packed_floats(obj: Any, where: str, length: int) -> list:
-    """A float column of ``length`` doubles, as a list of Python floats."""
+def packed_floats(obj: Any, where: str, length: int, *, as_list: bool = True) -> Any:
+    """A float column of ``length`` doubles, as a list of Python floats (``as_list=False``:
+    as the ``array('d')`` itself, which gives the same floats when read, each made when
+    it is read)."""
     need(type(obj) is bytes, where, "expected a packed float column")
     need(len(obj) == 8 * length, where, f"expected {length} doubles, found {len(obj)} bytes")
     entries = array("d")
     entries.frombytes(obj)
     if BIG_ENDIAN:
         entries.byteswap()
-    return entries.tolist()
+    return entries.tolist() if as_list else entries

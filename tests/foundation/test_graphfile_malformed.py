@@ -322,6 +322,25 @@ def test_group_cycle(good_bytes):
     _reject(_body_mutation(good_bytes, mutate), "cycle")
 
 
+def _ordered_groups_capture():
+    from capture.graph.model import Capture, Coverage, Group
+
+    groups = [Group(i, "module", f"g{i}", None if i == 0 else 0, {"class": "C"}) for i in range(5)]
+    return Capture(backend="torch", framework="torch", framework_version="2", groups=groups,
+                   coverage=Coverage("eager_forward", "complete", [], "none"))
+
+
+def test_groups_listed_before_their_parent_are_checked_for_cycles():
+    """Parents listed first (as writers list them) need no cycle check; any other order is
+    checked: a child before its parent reads, a cycle is refused with the group named."""
+    cap = _ordered_groups_capture()
+    cap.groups[1].parent, cap.groups[3].parent = 3, None  # group 1 under group 3, listed first
+    assert [g.parent for g in graphfile.decode(graphfile.encode(cap)).groups] == [g.parent for g in cap.groups]
+    cap.groups[3].parent = 1  # 1 -> 3 -> 1
+    with pytest.raises(graphfile.GraphFileError, match=r"groups\[\d\]\.parent: groups form a cycle"):
+        graphfile.decode(graphfile.encode(cap))
+
+
 def test_failed_capture_with_nodes_is_invalid():
     cap = Capture.failed_capture(Failure("RuntimeError", "boom"))
     cap.values = [Value(0, [1], "float32")]
@@ -714,6 +733,25 @@ def test_real_graph_files_decode_within_the_budget():
                         strict_map_key=True)
         assert charge.used < 0.95 * file_budgets.memory_budget(size), (charge.used / size)
         graphfile.decode(data)
+
+
+def test_short_lists_are_charged_in_batches_exactly():
+    """Short lists (literal operands) are charged a batch at a time: the same bytes,
+    elements and containers as one at a time, and a body whose last short lists go over
+    its budget is refused when msgpack is done (the batch not full yet)."""
+    lists = [[1, 2.0, "x"][: i % 4] for i in range(10_000)]
+    charge = file_budgets._MemoryCharge(1 << 60, 1 << 60, 1 << 60)
+    for x in lists:
+        charge.list_hook(x)
+    one_by_one = sum(64 + 8 * len(x) + sum(file_budgets._ELEMENT_BYTES[type(e)] for e in x) for x in lists)
+    assert charge.used == one_by_one and charge._left[0] == (1 << 60) - len(lists)
+    tight = file_budgets._MemoryCharge(1 << 60, 1 << 60, 64 * 10)
+    for _ in range(11):
+        tight.list_hook([])  # under a batch: not charged yet
+    with pytest.raises(file_budgets._OverBudget):
+        tight.settle()
+    data = _header(2) + msgpack.packb({"literals": [[] for _ in range(200_000)]}, use_bin_type=True)
+    _reject(data, "more than 10x the body's")
 
 
 # ---------------------------------------------------------------- killed writes (issue 39 item 6)

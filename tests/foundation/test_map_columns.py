@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capture.graph.map_columns import MapColumns, pack_maps, unpack_maps
+from capture.graph.map_columns import MapColumns, Slices, pack_maps, unpack_maps
+from capture.graph.map_columns import Strings as StringColumn
 from capture.graph.packed import Invalid, pack_ints
 
 keys = st.sampled_from(["device", "strides", "bytes", "storage", "stats", "param", "aliases", "x", "min"])
@@ -64,6 +65,34 @@ def test_each_access_builds_a_fresh_map():
     first["strides"].append(9)
     first["stats"]["min"] = 7.0
     assert back[0] == {"strides": [4, 1], "stats": {"min": 0.5}}
+
+
+def test_list_columns_are_sliced_when_read():
+    """Strides and aliases stay one flat column after reading: an entry is sliced when it is
+    read, a fresh list each time, and the column reads like the list of lists it stands for."""
+    items = [{"strides": list(range(i)), "stats": {"min": i / 2}} for i in range(6)]
+    back, _ = through_file(items)
+    (_, (strides, stats)), = back._patterns
+    assert isinstance(strides, Slices)
+    want = [list(range(i)) for i in range(6)]
+    assert len(strides) == 6 and list(strides) == want and strides[-1] == want[-1] and strides[2:4] == want[2:4]
+    assert strides[3] is not strides[3]
+    with pytest.raises(IndexError):
+        strides[6]
+    assert back.values_of("strides") == want and json.dumps(back.maps()) == json.dumps(items)
+    assert [back[i]["stats"]["min"] for i in range(6)] == [i / 2 for i in range(6)]
+
+
+def test_string_and_integer_columns_are_read_when_asked():
+    """A string column stays indices into the string table, an integer column the checked
+    packed array: each entry is the string (or None) or the integer when read."""
+    items = [{"device": None if i == 2 else f"cuda:{i % 2}", "bytes": (1 << 63) + i} for i in range(5)]
+    back, _ = through_file(items)
+    (_, (device, size)), = back._patterns
+    assert isinstance(device, StringColumn) and list(device) == [m["device"] for m in items]
+    assert device[-1] == "cuda:0" and device[1:3] == ["cuda:1", None] and len(device) == 5
+    assert [type(x) for x in size] == [int] * 5 and list(size) == [m["bytes"] for m in items]
+    assert back.maps() == items and back.values_of("device") == [m["device"] for m in items]
 
 
 def test_measured_like_columns_are_typed():
