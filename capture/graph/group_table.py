@@ -102,7 +102,7 @@ class FileGroup(Group):
         if attrs is not None or table is None:
             _ATTRS.__set__(self, {} if attrs is None else attrs)
 
-    @property  # type: ignore[override]
+    @property
     def attrs(self) -> dict[str, Any]:
         try:
             return _ATTRS.__get__(self, FileGroup)
