@@ -515,6 +515,7 @@ def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> tuple[list[Gro
     groups: list[Group] = list(map(FileGroup, range(n), map(strings.__getitem__, kinds),
                                    map(strings.__getitem__, names), [None if p < 0 else p for p in parents],
                                    repeat(None), repeat(table)))
+    table.own(groups)
     return groups, all(map(lt, parents, range(n)))
 
 

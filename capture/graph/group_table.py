@@ -19,6 +19,7 @@ Standard library only: the worker imports the graph package.
 from __future__ import annotations
 
 import threading
+from operator import is_
 from typing import Any, Sequence
 
 from .map_columns import MapColumns
@@ -35,13 +36,24 @@ class GroupAttrs:
     """The attrs maps of a file's groups (entry ``i``: group ``i``), built from their
     columns when asked for. Thread-safe."""
 
-    __slots__ = ("_cols", "_maps", "_one", "_lock")
+    __slots__ = ("_cols", "_maps", "_one", "_lock", "_groups")
 
     def __init__(self, cols: MapColumns) -> None:
         self._cols = cols
         self._maps: list[dict[str, Any]] | None = None  # every map, once built at once
         self._one: dict[int, dict[str, Any]] = {}  # the maps handed out before that
         self._lock = threading.Lock()
+        self._groups: tuple[Group, ...] = ()  # the groups made over these maps, in order (:meth:`made`)
+
+    def own(self, groups: Sequence[Group]) -> None:
+        """``groups`` (group ``i`` over map ``i``) are the groups made over these maps."""
+        self._groups = tuple(groups)
+
+    def made(self, groups: Sequence[Group]) -> bool:
+        """Whether ``groups`` are the groups made over these maps (:meth:`own`), in order:
+        then group ``i``'s value of a key is entry ``i`` of its column."""
+        own = self._groups
+        return bool(own) and len(groups) == len(own) and all(map(is_, groups, own))
 
     def __len__(self) -> int:
         return len(self._cols)
@@ -141,5 +153,7 @@ def attr_values(groups: Sequence[Group], key: str, not_map: Any = None) -> list[
     if table is None:
         return [g.attrs.get(key) if isinstance(g.attrs, dict) else not_map for g in groups]
     col = table.values_of(key, not_map)
+    if table.made(groups):  # the file's own groups, in order (C-level check): the column itself
+        return col
     return [col[g.id] if getattr(g, "_table", None) is table else
             (g.attrs.get(key) if isinstance(g.attrs, dict) else not_map) for g in groups]

@@ -84,3 +84,24 @@ def test_one_key_of_every_group_reads_from_its_column():
     mixed = back + [Group(len(back), "step", "step 0", 0, {"class": "Step"}), FileGroup(99, "x", "y", None, {})]
     assert attr_values(mixed, "class") == want + ["Step", None]
     assert attr_values(cap.groups, "class") == [g.attrs.get("class") for g in cap.groups] and attr_values([], "x") == []
+
+
+def test_one_key_reads_right_from_groups_replaced_reordered_or_without_a_map():
+    """The file's own groups in order read the column itself; a list with a group replaced
+    (as loop folding re-parents one), reordered or shortened reads each group's own value;
+    ``not_map`` stands where a group's attrs is no map."""
+    cap = _capture(30)
+    back = _read(cap).groups
+    want = [g.attrs.get("path") for g in cap.groups]
+    replaced = list(back)
+    replaced[5] = dataclasses.replace(back[5], parent=None, attrs={"path": "moved"})
+    assert attr_values(replaced, "path") == want[:5] + ["moved"] + want[6:]
+    assert attr_values(back[::-1], "path") == want[::-1] and attr_values(back[3:], "path") == want[3:]
+    assert attr_values(back, "path") == want and _built(back) == 0
+    back[7].attrs = "not a map"  # type: ignore[assignment]  # a hostile change
+    gone = object()
+    got = attr_values(back, "path", gone)
+    assert got[7] is gone and got[:7] == want[:7] and got[8:] == want[8:]
+    assert attr_values(list(back), "path", gone)[7] is gone
+    plain = [Group(0, "module", "m", None, "no map")]  # type: ignore[arg-type]
+    assert attr_values(plain, "class", gone) == [gone] and attr_values(plain, "class") == [None]
