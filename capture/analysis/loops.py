@@ -42,6 +42,7 @@ from itertools import compress, count, repeat
 from operator import add, mul
 from typing import Any, Protocol
 
+from capture.graph.group_table import attr_values
 from capture.graph.model import Capture, Group
 from capture.graph.tables import NodeTable
 
@@ -123,6 +124,7 @@ class _Folder:
         self._searched: dict[tuple[int, ...], tuple[int, list[tuple[int, int, int, int, int]]]] = {}
         self._checks: list[tuple[int, int, int, int, int]] | None = None  # the search's checks, as made
         self._op_tokens: list[int] | None = None  # each op's token, made when children mixed with groups are first tokenized
+        self._attr_cols: list[list[Any]] | None = None  # the capture's groups' frame, path, class, function
 
     @property
     def group(self) -> list[int]:
@@ -186,12 +188,24 @@ class _Folder:
         else:
             g = ~ref
             grp = self.groups[g]
-            attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
-            f = attrs.get("frame")
+            f, path, cls, function = self._attrs_of(g, grp)
             first, _, count = self._span(ref)
             line = self._line(f) if type(f) is int else self._line(self.frame[first])
-            key = ("g", grp.kind, grp.name, attrs.get("path"), attrs.get("class"), attrs.get("function"), line, count)
+            key = ("g", grp.kind, grp.name, path, cls, function, line, count)
         return self._tokens[key]
+
+    def _attrs_of(self, g: int, grp: Group) -> tuple[Any, Any, Any, Any]:
+        """Group ``g``'s frame, path, class and function (``None`` where absent). The
+        capture's groups' are read by column on the first call (a file's groups build no
+        attrs map for it; a group replaced here keeps its attrs); a step's from its map."""
+        if g >= self.ng:
+            attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+            return attrs.get("frame"), attrs.get("path"), attrs.get("class"), attrs.get("function")
+        if self._attr_cols is None:
+            groups = self.capture.groups
+            self._attr_cols = [attr_values(groups, key) for key in ("frame", "path", "class", "function")]
+        frames, paths, classes, functions = self._attr_cols
+        return frames[g], paths[g], classes[g], functions[g]
 
     def _framed(self, ref: int) -> bool:
         return self._line(self.frame[self._span(ref)[0]]) >= 0

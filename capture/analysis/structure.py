@@ -37,6 +37,7 @@ from operator import add, attrgetter, mul, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
+from capture.graph.group_table import attr_values
 from capture.analysis.loops import DATA_DEPENDENT_OPS, STEP_KIND
 
 #: The longest period of a repeat (items per repetition) looked for: a Gemma-style
@@ -49,6 +50,8 @@ TWIN_MIN_OPS = 2
 #: the first hold this many nodes: the check costs about as much as the signatures of a
 #: few small blocks.
 CLONE_MIN_NODES = 32
+#: A group's class where its attrs is no map (see :func:`_classes`).
+_NOT_MAP = object()
 
 
 class Structure:
@@ -82,9 +85,16 @@ def routed_groups(capture: Any, index: Any) -> frozenset[int]:
     return frozenset(out)
 
 
+def _classes(groups: Sequence[Any]) -> list[Any]:
+    """Every group's ``attrs["class"]`` (``None`` where absent, :data:`_NOT_MAP` where its
+    attrs is no map), read by column: a file's groups build no attrs map for it."""
+    return attr_values(groups, "class", _NOT_MAP)
+
+
 def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
                 routed: frozenset[int] = frozenset()) -> tuple[list[str], list[str]]:
     groups = capture.groups
+    classes = _classes(groups)
     ng = len(groups)
     routing = [""] * ng  # the content of the routed groups below each group, "" for none
     cols = index.cols
@@ -104,7 +114,7 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     known_get = known.get
     any_routing = False  # no routed group below yet: no group has routing content to gather
     # blocks repeating a first one (a stack of layers): made from it, not computed again
-    clones = _clones(capture, index, labels, is_weight, routed)
+    clones = _clones(capture, index, labels, is_weight, routed, classes)
     skip, model = clones.clone_of, clones.model
     # deepest first (within one depth, any order)
     for g in filterfalse(skip.__contains__, reversed(index.top_down)):
@@ -146,8 +156,7 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         uses_in[g] = list(first_use)
         hands_on[g] = [v for _, v in leaving]
         grp = groups[g]
-        attrs = grp.attrs
-        cls = attrs.get("class") if isinstance(attrs, dict) else None
+        cls = _class(classes[g])
         inputs = tuple([(labels[v], is_weight(v)) for v in first_use])
         # a loop's last step hands on no carried value (the loop ended), its code is the same
         key = (grp.kind, cls, tuple(body), inputs, tuple([w for w, _ in leaving]) if grp.kind != STEP_KIND else ())
@@ -327,8 +336,11 @@ class _Clones:
 
 
 def _clones(capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool],
-            routed: frozenset[int] = frozenset()) -> _Clones:
+            routed: frozenset[int] = frozenset(), classes: list[Any] | None = None) -> _Clones:
+    """``classes``: :func:`_classes` of the capture's groups (read here when not given)."""
     out = _Clones()
+    if classes is None:
+        classes = _classes(capture.groups)
     first, count = index.first[1:], index.node_count[1:]  # by group id
     at = first.__getitem__
     groups = capture.groups
@@ -338,20 +350,22 @@ def _clones(capture: Any, index: Any, labels: list[str], is_weight: Callable[[in
         kids = sorted(kids, key=at)
         i = 0
         while i < len(kids) - 1:
-            j = _run_end(kids, i, first, count, groups)
+            j = _run_end(kids, i, first, count, groups, classes)
             if j - i >= 2 and (j - i - 1) * count[kids[i]] >= CLONE_MIN_NODES:
                 # the first block may read what came before the run from elsewhere than
                 # the others read it (a stack's input, then each layer's output): from the second
-                if not _check_run(out, capture, index, labels, is_weight, kids[i:j], slot - 1, routed) and j - i >= 3:
-                    _check_run(out, capture, index, labels, is_weight, kids[i + 1:j], slot - 1, routed)
+                if not _check_run(out, capture, index, labels, is_weight, kids[i:j], slot - 1, routed,
+                                  classes) and j - i >= 3:
+                    _check_run(out, capture, index, labels, is_weight, kids[i + 1:j], slot - 1, routed, classes)
             i = max(j, i + 1)
     return out
 
 
-def _run_end(kids: list[int], i: int, first: list[int], count: list[int], groups: list[Any]) -> int:
+def _run_end(kids: list[int], i: int, first: list[int], count: list[int], groups: list[Any],
+             classes: list[Any]) -> int:
     """The end of the longest run from ``kids[i]`` whose blocks are alike by their
     counts: the same number of nodes, a constant stride in nodes and in group ids, the
-    same kind and class (``first``, ``count``: by group id)."""
+    same kind and class (``first``, ``count``, ``classes``: by group id)."""
     c0, c1 = kids[i], kids[i + 1]
     m = count[c0]
     g_step, n_step = c1 - c0, first[c1] - first[c0]
@@ -361,28 +375,28 @@ def _run_end(kids: list[int], i: int, first: list[int], count: list[int], groups
     while j < len(kids) and kids[j] - kids[j - 1] == g_step and first[kids[j]] - first[kids[j - 1]] == n_step \
             and count[kids[j]] == m:
         j += 1
-    head = groups[c0]
-    kind, cls = head.kind, _class(head)
+    kind, cls = groups[c0].kind, _class(classes[c0])
     for r in range(i + 1, j):
-        grp = groups[kids[r]]
-        if grp.kind != kind or _class(grp) != cls:
+        g = kids[r]
+        if groups[g].kind != kind or _class(classes[g]) != cls:
             return r
     return j
 
 
-def _class(grp: Any) -> Any:
-    return grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
+def _class(cls: Any) -> Any:
+    """A group's class from :func:`_classes`: ``None`` where its attrs is no map."""
+    return None if cls is _NOT_MAP else cls
 
 
 def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool],
-               run: list[int], parent: int, routed: frozenset[int]) -> bool:
+               run: list[int], parent: int, routed: frozenset[int], classes: list[Any]) -> bool:
     """Whether the blocks of ``run`` (children of ``parent`` alike by their counts)
     repeat the first; if so, they are entered in ``out``. Its first three blocks are
     checked first: a run that fails, fails there most often (a stack's first block reading
     its input from elsewhere), at the cost of three blocks rather than of all."""
-    if len(run) > 3 and _repeats(capture, index, labels, is_weight, run[:3], parent, routed) is None:
+    if len(run) > 3 and _repeats(capture, index, labels, is_weight, run[:3], parent, routed, classes) is None:
         return False
-    got = _repeats(capture, index, labels, is_weight, run, parent, routed)
+    got = _repeats(capture, index, labels, is_weight, run, parent, routed, classes)
     if got is None:
         return False
     c0, g_step = run[0], run[1] - run[0]
@@ -394,8 +408,9 @@ def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_wei
 
 
 def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool], run: list[int],
-             parent: int, routed: frozenset[int]) -> tuple[int, dict[int, int]] | None:
-    """``(V, moves)`` (see :func:`_same_values`) when the blocks of ``run`` repeat the first."""
+             parent: int, routed: frozenset[int], classes: list[Any]) -> tuple[int, dict[int, int]] | None:
+    """``(V, moves)`` (see :func:`_same_values`) when the blocks of ``run`` repeat the first
+    (``classes``: :func:`_classes` of the capture's groups)."""
     cols, groups = index.cols, capture.groups
     k, c0 = len(run), run[0]
     g_step = run[1] - c0
@@ -420,13 +435,12 @@ def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[i
     par = index.parent[c0:g_end]
     if list(map(sub_, par[g_step:], par[:-g_step])) != ([0] + [g_step] * (g_step - 1)) * (k - 1):
         return None
-    run_groups = groups[c0:g_end]
-    kinds = list(map(attrgetter("kind"), run_groups))
-    attrs = list(map(attrgetter("attrs"), run_groups))
-    if kinds[g_step:] != kinds[:-g_step] or not all(map(dict.__instancecheck__, attrs)):
+    kinds = list(map(attrgetter("kind"), groups[c0:g_end]))
+    run_classes = classes[c0:g_end]
+    if kinds[g_step:] != kinds[:-g_step] or any(c is _NOT_MAP for c in run_classes):
         return None
-    classes = list(map(dict.get, attrs, repeat("class")))
-    if classes[g_step:] != classes[:-g_step] or any(c is not None and type(c) is not str for c in classes[:g_step]):
+    if run_classes[g_step:] != run_classes[:-g_step] or any(c is not None and type(c) is not str
+                                                             for c in run_classes[:g_step]):
         return None
     if not _same_nodes(cols, s, e, n_step, m, g_step, parent):
         return None

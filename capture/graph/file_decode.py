@@ -9,11 +9,12 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Sequence
-from itertools import islice
+from itertools import islice, repeat
 from operator import lt
 from typing import Any, cast
 
 from ..units import COUNT_LIMIT
+from .group_table import FileGroup, GroupAttrs
 from .map_columns import MapColumns, unpack_maps
 from .packed import Invalid as _Invalid
 from .packed import need as _need
@@ -509,9 +510,12 @@ def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> tuple[list[Gro
     bad = next((i for i, p in enumerate(parents) if p == i), None)
     if bad is not None:
         raise _Invalid(f"groups[{bad}].parent: out of range")
-    attrs = unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain)
-    groups = [Group(i, strings[k], strings[m], None if p < 0 else p, a or {})
-              for i, k, m, p, a in zip(range(n), kinds, names, parents, attrs)]
+    # the attrs maps are built when first read (capture/graph/group_table.py)
+    table = GroupAttrs(unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain))
+    groups: list[Group] = list(map(FileGroup, range(n), map(strings.__getitem__, kinds),
+                                   map(strings.__getitem__, names), [None if p < 0 else p for p in parents],
+                                   repeat(None), repeat(table)))
+    table.own(groups)
     return groups, all(map(lt, parents, range(n)))
 
 
