@@ -55,7 +55,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph import gc_pause
 from ..graph.meta import CaptureMeta
-from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Node, Operand
+from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
 from .dtensors import (COLLECTIVE_OPS, WRAPPERS,
@@ -617,7 +617,7 @@ class TorchTrace(TraceValues, TraceFrames):
             params = self._distributed_op(info, operands, outputs, params, args, kwargs, out)
         if written:
             outputs += self._written_not_returned(written, out, nid)
-        b.nodes.append(Node(nid, info.name, operands, outputs, params, group, frame, False))  # adopt_node
+        b.adopt_node(info.name, operands, outputs, params, group, frame)
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)
 
