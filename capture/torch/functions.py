@@ -92,6 +92,10 @@ class FunctionCalls(TorchFunctionMode):
         super().__init__()
         self.trace = trace
         self._names: dict[Any, tuple[str, str] | None] = {}
+        # The native recorder's rows into the node list before it is read (None: the
+        # Python path, whose nodes are made as the ops run).
+        native = getattr(trace, "_native", None)
+        self._sync = native.sync if native is not None else None
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if kwargs is None:
@@ -109,8 +113,13 @@ class FunctionCalls(TorchFunctionMode):
         trace = self.trace
         b = trace.b
         nodes = b.nodes
+        sync = self._sync
+        if sync is not None:
+            sync()
         start, groups_before, parent = len(nodes), len(b.groups), trace.current_group
         out = func(*args, **kwargs)
+        if sync is not None:
+            sync()
         end = len(nodes)
         if end > start:
             if end == start + 1 and len(b.groups) == groups_before:

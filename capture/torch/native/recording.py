@@ -1,0 +1,229 @@
+"""The Python side of the native recorder: whether a recording may use it, and the
+bridge between its C++ columns and a :class:`capture.torch.trace.TorchTrace`.
+
+A :class:`NativeRecording` replaces the trace's ``TorchDispatchMode`` for one recording;
+everything else of the trace stays: the module hooks create groups as before and tell the
+recorder the current group and the open module call's frame (:meth:`NativeRecording.top`),
+the function mode (:mod:`capture.torch.functions`) reads the node list after a
+:meth:`NativeRecording.sync`, which turns the recorder's new rows into the builder's
+``Value`` / ``Node`` / ``Operand`` objects and the trace's per-value lists.
+
+Torch is imported at module level: one of the worker's framework modules.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...graph.model import Node, Operand, Value
+from ...worker.errors import LimitExceeded
+from . import NativeUnavailable, load, requested
+
+if TYPE_CHECKING:
+    from ..trace import TorchTrace
+
+
+def ineligible(trace: "TorchTrace") -> str | None:
+    """Why this recording of ``trace`` cannot use the native recorder, or None. Decided
+    once per recording, conservatively: anything else records with the Python path."""
+    if trace.abstract:
+        return "an abstract capture (FakeTensorMode)"
+    if trace.run_op is not None:
+        return "ops run through the abstract evidence's run_op"
+    if trace.track_autograd or trace.autograd.root is not None:
+        return "autograd is tracked (a training step with backward groups)"
+    if trace.dist.dtensor_type() is not None or "torch.distributed.tensor" in sys.modules:
+        return "torch.distributed.tensor (DTensor) is loaded"
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return "torch.distributed is initialised"
+    if torch.is_inference_mode_enabled():
+        return "inference mode is on (its tensors have no versions)"
+    if torch._C._len_torch_dispatch_stack() > 0:
+        return "another TorchDispatchMode is active"
+    if trace.statistics is not None and trace.statistics.mode == "deferred":
+        return "statistics are deferred (stats_mode='deferred')"
+    for t in trace._label_keep:
+        if t.device.type != "cpu":
+            return f"a tensor on {t.device} (the native recorder records CPU captures)"
+        if type(t) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer):
+            return f"a tensor subclass ({type(t).__name__})"
+    return None
+
+
+def choose(trace: "TorchTrace") -> tuple[Any, str]:
+    """``(module, note)``: the compiled recorder module to record with, or None and why
+    the Python path is used (``note``: what ``meta["recorder"]`` says)."""
+    want = requested()
+    if want == "python":
+        return None, "python (TENSORVIZ_TORCH_RECORDER=python)"
+    reason = ineligible(trace)
+    if reason is not None:
+        if want == "native":
+            raise NativeUnavailable(f"TENSORVIZ_TORCH_RECORDER=native, but this capture cannot use it: {reason}")
+        return None, f"python: {reason}"
+    try:
+        module = load(wait=want == "native")
+    except NativeUnavailable as exc:
+        if want == "native":
+            raise
+        return None, f"python: {exc}"
+    return module, "native"
+
+
+class NativeRecording:
+    """One trace's native recorder (kept after the recording: the trace's ``value_of``
+    goes through it from then on)."""
+
+    def __init__(self, module: Any, trace: "TorchTrace") -> None:
+        self.trace = trace
+        b = trace.b
+        statistics = trace.statistics
+        self.rec = module.Recorder({
+            "value": Value, "node": Node, "operand": Operand,
+            "code_kind": self._code_kind, "intern": self._intern,
+            "before_write": self._before_write,
+            "max_ops": b.limits.max_ops, "max_values": b.limits.max_values,
+            "stats": statistics is not None, "parameters_later": trace._parameters_later,
+        })
+        self._checkpointed = len(b.nodes) // _checkpoint_ops()
+        self._import()
+        for t in trace._label_keep:
+            kind, name = trace._labels[id(t)]
+            self.rec.label(t, kind, name)
+
+    def _import(self) -> None:
+        """The trace's state so far (values made before recording: the inputs)."""
+        trace = self.trace
+        live = []
+        for ref, version, vid in trace._live.values():
+            t = ref()
+            if t is not None:
+                live.append((t, version, vid))
+        storages = []
+        for key, st in trace._storages.items():
+            refs = [r() for r in st.refs]
+            storages.append((key, st.sid, [t for t in refs if t is not None]))
+        statistics = trace.statistics
+        known = [vid for vid in range(len(trace.b.values)) if statistics is not None and statistics.known(vid)]
+        self.rec.import_state(live, storages, trace._n_storages, trace._value_storage, trace._owns_storage,
+                              trace._producer, trace._born, trace._storage_writer, known, len(trace.b.values),
+                              len(trace.b.nodes))
+
+    # ---------------------------------------------------------------- callbacks from C++
+
+    def _code_kind(self, code: Any) -> tuple[str, bool] | None:
+        trace = self.trace
+        kind = trace._code_kind.get(id(code), _UNSEEN)
+        if kind is _UNSEEN:
+            trace._codes.append(code)
+            kind = trace._code_kind[id(code)] = trace._code_kind_of(code)
+        return kind  # type: ignore[return-value]
+
+    def _intern(self, code: Any, lasti: int, lineno: int, path: str, library: bool) -> int:
+        trace = self.trace
+        key = (id(code), lasti)
+        fid = trace._addr_frame.get(key)
+        if fid is None:
+            fid = trace._addr_frame[key] = trace._intern_frame(code, lasti, lineno, path, library)
+        return fid
+
+    def _before_write(self, sid: int) -> None:
+        statistics = self.trace.statistics
+        if statistics is not None:
+            statistics.before_write(sid)
+
+    # ---------------------------------------------------------------- recording
+
+    def start(self, outer: Any) -> None:
+        self.top()
+        self.rec.start(outer)
+
+    def stop(self) -> None:
+        self.rec.stop()
+        self.rec.set_top(-1, None, -1, False)
+
+    def top(self) -> None:
+        """Tell the recorder the innermost open group and module call (after the trace's
+        stack changed)."""
+        stack = self.trace._stack
+        if not stack:
+            self.rec.set_top(-1, None, -1, False)
+            return
+        gid, _, _, frame, fid = stack[-1]
+        lib = fid is not None and self.trace.b.frames[fid].library
+        self.rec.set_top(gid, frame, -1 if fid is None else fid, bool(lib))
+
+    def value_of(self, t: torch.Tensor) -> int:
+        vid = self.rec.value_of(t)
+        self.sync()
+        return vid
+
+    def known(self, t: torch.Tensor) -> bool:
+        return bool(self.rec.known(t))
+
+    def label(self, t: torch.Tensor, kind: str, name: str) -> None:
+        self.rec.label(t, kind, name)
+
+    def sync(self) -> None:
+        """The recorder's rows since the last call into the builder; a limit reached
+        since raises :class:`LimitExceeded`; checkpoints (progress, the graph file's
+        size) every ``CHECKPOINT_OPS`` ops."""
+        trace = self.trace
+        b = trace.b
+        self.rec.pause()
+        try:
+            late, shares, later, limit, error = self.rec.flush(b.values, b.nodes, trace._value_storage,
+                                                               trace._owns_storage, trace._producer, trace._born)
+            nodes = b.nodes
+            for nid, vid in late:
+                nodes[nid].outputs.append(vid)
+            statistics = trace.statistics
+            if statistics is not None and (later or shares):
+                # in value order: what the Python path would have called, in its order
+                calls = sorted([(vid, 0, t, sid) for vid, t, sid in later]
+                               + [(vid, 1, src, None) for vid, src in shares], key=lambda c: c[0])
+                for vid, kind, x, sid in calls:
+                    if kind == 0:
+                        statistics.later(vid, x, sid)
+                    else:
+                        statistics.share(vid, x)
+            if error is not None:
+                raise RuntimeError(f"the native recorder failed: {error}")
+            if limit is not None:
+                kind, maximum, reached, what = limit
+                exc = LimitExceeded(kind, maximum, reached, what or None)
+                if trace.limit_error is None:
+                    trace.limit_error = exc
+                raise exc
+            every = _checkpoint_ops()
+            while (self._checkpointed + 1) * every <= len(nodes):
+                self._checkpointed += 1
+                trace._checkpoint(self._checkpointed * every)
+        finally:
+            self.rec.resume()
+
+    def pause(self) -> None:
+        self.rec.pause()
+
+    def resume(self) -> None:
+        self.rec.resume()
+
+    @property
+    def skipped(self) -> int:
+        return int(self.rec.skipped())
+
+
+_UNSEEN = object()
+
+
+def _checkpoint_ops() -> int:
+    from ..trace import CHECKPOINT_OPS
+
+    return CHECKPOINT_OPS
+
+
+__all__ = ["NativeRecording", "choose", "ineligible"]
