@@ -754,7 +754,10 @@ class Recorder {
       open.push_back(Open{-1, false, true});
       return;
     }
-    bool above = top_level || open.back().children_visible;
+    // What runs with the Python key excluded (a tensor made from data by torch.tensor) never
+    // reaches a dispatch mode: not a graph op, nor anything it calls.
+    bool above = (top_level || open.back().children_visible) &&
+                 !c10::impl::tls_local_dispatch_key_set().excluded_.has(c10::DispatchKey::Python);
     int32_t op = above ? op_of(fn) : -1;
     if (!above || op < 0 || ops[op].composite) {
       open.push_back(Open{-1, above && op >= 0 && ops[op].composite, false});

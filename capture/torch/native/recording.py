@@ -35,11 +35,11 @@ def ineligible(trace: "TorchTrace") -> str | None:
         return "ops run through the abstract evidence's run_op"
     if trace.track_autograd or trace.autograd.root is not None:
         return "autograd is tracked (a training step with backward groups)"
-    if trace.dist.dtensor_type() is not None or "torch.distributed.tensor" in sys.modules:
-        return "torch.distributed.tensor (DTensor) is loaded"
     dist = getattr(torch, "distributed", None)
     if dist is not None and dist.is_available() and dist.is_initialized():
         return "torch.distributed is initialised"
+    if trace.dist.meshes or trace.dist._fsdp or trace.dist._param_storages:
+        return "a distributed capture (a device mesh, DTensor parameters or FSDP2)"
     if torch.is_inference_mode_enabled():
         return "inference mode is on (its tensors have no versions)"
     if torch._C._len_torch_dispatch_stack() > 0:
