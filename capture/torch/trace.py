@@ -374,13 +374,10 @@ class TorchTrace(TraceValues, TraceFrames):
                 with _NoTorchFunction():
                     if native is None:
                         hook(*args)
-                    else:  # the recorder's rows first; the hook's own tensor calls not recorded
-                        native.sync()
-                        native.pause()
+                    else:  # the hooks run no ops; a value they read syncs the recorder's rows
                         try:
                             hook(*args)
                         finally:
-                            native.resume()
                             native.top()
             except LimitExceeded as exc:
                 if self.limit_error is None:

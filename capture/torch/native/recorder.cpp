@@ -10,6 +10,8 @@
 #include <torch/csrc/DynamicTypes.h>
 #include <Python.h>
 #include <frameobject.h>
+#include <chrono>
+#include <exception>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -31,6 +33,7 @@ enum ArgKind : int8_t { kGeneric = 0, kDtype = 1, kLayout = 2, kMemFormat = 3 };
 struct OpInfo {
   std::string name;           // aten::add.Tensor (".default" dropped)
   bool composite = false;     // CompositeImplicitAutograd: decomposes above a dispatch mode
+  bool invisible = false;     // never reaches a dispatch mode (nor what it calls)
   const c10::FunctionSchema* schema = nullptr;
   std::vector<int> written;   // argument positions the schema marks as written
   std::vector<int8_t> kinds;  // per argument, its ArgKind
@@ -182,6 +185,19 @@ void moments_f32(const float* p, int64_t n, double* out) {
 
 bool finite(double x) { return std::isfinite(x); }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+int64_t t_start = 0, t_end = 0, t_flush = 0, t_frames = 0, n_events = 0;
+
+struct Timer {
+  int64_t& acc;
+  int64_t t0;
+  explicit Timer(int64_t& a) : acc(a), t0(now_ns()) {}
+  ~Timer() { acc += now_ns() - t0; }
+};
+
+
 class Recorder {
  public:
   // configuration
@@ -251,7 +267,18 @@ class Recorder {
 
   // ------------------------------------------------------------ ops
 
+  std::unordered_map<const char*, int32_t> op_by_ptr;
+
   int32_t op_of(const at::RecordFunction& fn) {
+    const char* key_ptr = fn.name();
+    auto hit = op_by_ptr.find(key_ptr);
+    if (hit != op_by_ptr.end()) return hit->second;
+    int32_t got = op_of_slow(fn);
+    if (got >= 0) op_by_ptr.emplace(key_ptr, got);
+    return got;
+  }
+
+  int32_t op_of_slow(const at::RecordFunction& fn) {
     auto opname = fn.operator_name();
     if (!opname) return -1;
     auto h = c10::Dispatcher::singleton().findOp(*opname);
@@ -277,6 +304,11 @@ class Recorder {
       else if (t->kind() == c10::TypeKind::MemoryFormatType) kind = kMemFormat;
       info.kinds.push_back(kind);
     }
+    // Ops whose autograd kernel never redispatches below it: a dispatch mode never sees them.
+    static const std::unordered_set<std::string> autograd_only = {
+        "aten::detach_", "aten::requires_grad_", "aten::retain_grad", "aten::retains_grad", "aten::set_data",
+        "aten::_backward", "aten::is_leaf", "aten::output_nr", "aten::_version", "aten::_fw_primal"};
+    if (autograd_only.count(info.name)) info.invisible = true;
     if (info.name == "aten::_reshape_alias") {
       // A dispatch mode makes reshape decompose to view (isTensorSubclassLike): the same
       // alias, named as that mode sees it, without the strides argument.
@@ -734,6 +766,7 @@ class Recorder {
 
   int64_t current_frame() {
     if (top_frame != -2) return top_frame;
+    Timer timer(t_frames);
     PyGILState_STATE g = PyGILState_Ensure();
     try {
       top_frame = frame_of(PyEval_GetFrame());
@@ -759,6 +792,7 @@ class Recorder {
     bool above = (top_level || open.back().children_visible) &&
                  !c10::impl::tls_local_dispatch_key_set().excluded_.has(c10::DispatchKey::Python);
     int32_t op = above ? op_of(fn) : -1;
+    if (above && op >= 0 && ops[op].invisible) above = false;
     if (!above || op < 0 || ops[op].composite) {
       open.push_back(Open{-1, above && op >= 0 && ops[op].composite, false});
       return;
@@ -868,7 +902,9 @@ class Recorder {
     if (o.node < 0 || o.paused) return;
     NodeRow row = std::move(pending[o.node]);
     pending.pop_back();
-    if (failed) return;
+    // The kernel raised (this runs as the exception unwinds): a dispatch mode records no
+    // node for an op that did not return.
+    if (failed || std::uncaught_exceptions() > 0) return;
     int64_t nid = n_nodes;
     if (nid >= max_ops) {
       fail("max_ops", max_ops, nid + 1, "operations");
@@ -1088,8 +1124,11 @@ class Recorder {
   }
 
   // Append the rows since the last flush to the builder's lists; the rest for Python.
-  py::tuple flush(py::list py_values, py::list py_nodes, py::list py_vstorage, py::list py_owns, py::list py_producer,
-                  py::list py_born) {
+  py::object flush(py::list py_values, py::list py_nodes, py::list py_vstorage, py::list py_owns, py::list py_producer,
+                   py::list py_born) {
+    if (values.empty() && nodes.empty() && late_outputs.empty() && py_shares.empty() && later_new.empty() && !failed &&
+        error.empty())
+      return py::none();
     int64_t vfrom = static_cast<int64_t>(py_values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       int64_t vid = values_base + static_cast<int64_t>(i);
@@ -1153,6 +1192,8 @@ class Recorder {
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!tl_owner || !active) return nullptr;
+  Timer timer(t_start);
+  ++n_events;
   at::RecordFunctionGuard own_work(false);  // the recorder's own tensor calls are not events
   try {
     active->start_event(fn);
@@ -1166,6 +1207,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!tl_owner || !active) return;
+  Timer timer(t_end);
   at::RecordFunctionGuard own_work(false);
   try {
     active->end_event(fn);
@@ -1276,6 +1318,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("counts", [](PyRecorder& self) { return py::make_tuple(self.r->n_values, self.r->n_nodes); })
       .def("skipped", [](PyRecorder& self) { return self.r->skipped; })
       .def("flush", [](PyRecorder& self, py::list v, py::list n, py::list vs, py::list ow, py::list pr, py::list bo) {
+        Timer timer(t_flush);
         return self.r->flush(v, n, vs, ow, pr, bo);
       });
+  m.def("timings", []() {
+    auto out = py::make_tuple(t_start, t_end, t_frames, t_flush, n_events);
+    t_start = t_end = t_flush = t_frames = n_events = 0;
+    return out;
+  });
 }

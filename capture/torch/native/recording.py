@@ -90,6 +90,7 @@ class NativeRecording:
             "stats": statistics is not None, "parameters_later": trace._parameters_later,
         })
         self._checkpointed = len(b.nodes) // _checkpoint_ops()
+        self._next_checkpoint = (self._checkpointed + 1) * _checkpoint_ops()
         self._import()
         for t in trace._label_keep:
             kind, name = trace._labels[id(t)]
@@ -174,35 +175,51 @@ class NativeRecording:
         size) every ``CHECKPOINT_OPS`` ops."""
         trace = self.trace
         b = trace.b
-        self.rec.pause()
-        try:
-            late, shares, later, limit, error = self.rec.flush(b.values, b.nodes, trace._value_storage,
-                                                               trace._owns_storage, trace._producer, trace._born)
-            nodes = b.nodes
-            for nid, vid in late:
-                nodes[nid].outputs.append(vid)
-            statistics = trace.statistics
-            if statistics is not None and (later or shares):
-                # in value order: what the Python path would have called, in its order
-                calls = sorted([(vid, 0, t, sid) for vid, t, sid in later]
-                               + [(vid, 1, src, None) for vid, src in shares], key=lambda c: c[0])
-                for vid, kind, x, sid in calls:
-                    if kind == 0:
-                        statistics.later(vid, x, sid)
-                    else:
-                        statistics.share(vid, x)
-            if error is not None:
-                raise RuntimeError(f"the native recorder failed: {error}")
-            if limit is not None:
-                kind, maximum, reached, what = limit
-                exc = LimitExceeded(kind, maximum, reached, what or None)
-                if trace.limit_error is None:
-                    trace.limit_error = exc
-                raise exc
+        got = self.rec.flush(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer,
+                             trace._born)
+        if got is None:  # nothing new (most calls)
+            return
+        late, shares, later, limit, error = got
+        nodes = b.nodes
+        for nid, vid in late:
+            nodes[nid].outputs.append(vid)
+        if later or shares:
+            self._statistics(later, shares)
+        if error is not None:
+            raise RuntimeError(f"the native recorder failed: {error}")
+        if limit is not None:
+            kind, maximum, reached, what = limit
+            exc = LimitExceeded(kind, maximum, reached, what or None)
+            if trace.limit_error is None:
+                trace.limit_error = exc
+            raise exc
+        if len(nodes) >= self._next_checkpoint:
             every = _checkpoint_ops()
             while (self._checkpointed + 1) * every <= len(nodes):
                 self._checkpointed += 1
-                trace._checkpoint(self._checkpointed * every)
+                self.rec.pause()  # its collection and estimate run no op of the model's
+                try:
+                    trace._checkpoint(self._checkpointed * every)
+                finally:
+                    self.rec.resume()
+            self._next_checkpoint = (self._checkpointed + 1) * every
+
+    def _statistics(self, later: list, shares: list) -> None:
+        """Parameters waiting for after the graph, and views sharing statistics Python
+        knows, handed to the trace's ActivationStatistics in value order (the order the
+        Python path calls it in); their own tensor calls are not recorded."""
+        statistics = self.trace.statistics
+        if statistics is None:
+            return
+        calls = sorted([(vid, 0, t, sid) for vid, t, sid in later]
+                       + [(vid, 1, src, None) for vid, src in shares], key=lambda c: c[0])
+        self.rec.pause()
+        try:
+            for vid, kind, x, sid in calls:
+                if kind == 0:
+                    statistics.later(vid, x, sid)
+                else:
+                    statistics.share(vid, x)
         finally:
             self.rec.resume()
 
