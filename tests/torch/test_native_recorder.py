@@ -110,7 +110,8 @@ class Views(nn.Module):
         p = a.unsqueeze(0).permute(2, 0, 1)
         s = a[:, :2]
         q, k = a.split(2, dim=1)
-        return v.sum() + d.mean() + p.std() + s.sum() + q.sum() + k.sum() + self.w.t().sum()
+        raw = a.data  # no op natively, an aten::detach under a dispatch mode
+        return v.sum() + d.mean() + p.std() + s.sum() + q.sum() + k.sum() + self.w.t().sum() + raw.sum()
 
 
 class Norms(nn.Module):
@@ -341,6 +342,7 @@ def test_native_forced_where_it_cannot_be_used_names_why(native, monkeypatch):
 @pytest.mark.parametrize("setup, reason", [
     (lambda t: setattr(t, "track_autograd", True), "autograd is tracked"),
     (lambda t: setattr(t, "run_op", lambda f, a, k: f(*a, **k)), "run_op"),
+    (lambda t: t.label(torch.ones(1, requires_grad=True), "param", "w"), "autograd records the forward"),
     (lambda t: t.statistics.__setattr__("mode", "deferred"), "statistics are deferred"),
     (lambda t: t.label(torch.empty(1, device="meta"), "input", "x"), "a tensor on meta"),
 ])

@@ -967,6 +967,41 @@ class Recorder {
 
   std::vector<NodeRow> pending;  // open graph ops (their operands recorded, outputs not yet)
 
+  // ``x.data``: no op runs, but a dispatch mode makes it an aten::detach of x (recorded
+  // so, as the Python path records it). Called from the function mode, outside any op.
+  void data_of(const at::Tensor& src, const at::Tensor& out) {
+    if (paused || failed || !open.empty()) return;
+    auto it = op_by_name.find("aten::detach.");
+    int32_t op;
+    if (it == op_by_name.end()) {
+      OpInfo info;
+      info.name = "aten::detach";
+      op = static_cast<int32_t>(ops.size());
+      ops.push_back(std::move(info));
+      op_by_name.emplace("aten::detach.", op);
+    } else {
+      op = it->second;
+    }
+    NodeRow row;
+    row.op = op;
+    row.group = group;
+    int64_t vin = value_of(src);
+    if (vin < 0) return;
+    row.inputs.push_back(OperandRow{0, vin, -1});
+    int64_t nid = n_nodes;
+    if (nid >= max_ops) {
+      fail("max_ops", max_ops, nid + 1, "operations");
+      return;
+    }
+    top_frame = -2;
+    row.frame = current_frame();
+    int64_t vid = produced(out, nid, &src, vin);
+    if (vid < 0) return;
+    row.outputs.push_back(vid);
+    nodes.push_back(std::move(row));
+    ++n_nodes;
+  }
+
   // ------------------------------------------------------------ flush into Python
 
   py::object literal(const c10::IValue& v, int8_t kind) {
@@ -1310,6 +1345,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         at::Tensor x = THPVariable_Unpack(t.ptr());
         at::RecordFunctionGuard no_record(false);
         return self.r->value_of(x);
+      })
+      .def("data_of", [](PyRecorder& self, py::object src, py::object out) {
+        at::RecordFunctionGuard no_record(false);
+        self.r->data_of(THPVariable_Unpack(src.ptr()), THPVariable_Unpack(out.ptr()));
       })
       .def("known", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());

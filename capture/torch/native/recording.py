@@ -46,7 +46,12 @@ def ineligible(trace: "TorchTrace") -> str | None:
         return "another TorchDispatchMode is active"
     if trace.statistics is not None and trace.statistics.mode == "deferred":
         return "statistics are deferred (stats_mode='deferred')"
+    grad = torch.is_grad_enabled()
     for t in trace._label_keep:
+        if grad and t.requires_grad:
+            # autograd records the forward: the tensors it saves for backward are copied
+            # through an aten::detach a dispatch mode sees (no op at all natively)
+            return "autograd records the forward (grad enabled, tensors that require grad)"
         if t.device.type != "cpu":
             return f"a tensor on {t.device} (the native recorder records CPU captures)"
         if type(t) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer):
@@ -162,6 +167,12 @@ class NativeRecording:
         vid = self.rec.value_of(t)
         self.sync()
         return vid
+
+    def data_of(self, src: Any, out: Any) -> None:
+        """``src.data`` gave ``out``: no op ran, but a dispatch mode sees an ``aten::detach``
+        there; recorded so (from the function mode, which sees the property read)."""
+        if isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor):
+            self.rec.data_of(src, out)
 
     def known(self, t: torch.Tensor) -> bool:
         return bool(self.rec.known(t))
