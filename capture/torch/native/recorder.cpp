@@ -89,6 +89,7 @@ struct ValueRow {
   std::vector<std::pair<int8_t, int64_t>> extra;  // codes below
   std::string label_name;
   int64_t storage;
+  std::string device;  // empty: "cpu"
 };
 // extra codes
 enum Extra : int8_t { kVersionOf, kWrittenBy, kChangedOutside, kParam, kBuffer, kInput, kExternal, kRequiresGrad,
@@ -387,6 +388,7 @@ class Recorder {
     auto sizes = t.sizes();
     row.shape.assign(sizes.begin(), sizes.end());
     row.dtype = static_cast<int8_t>(t.scalar_type());
+    if (!t.device().is_cpu()) row.device = t.device().str();
     row.strided = t.layout() == c10::kStrided;
     if (row.strided) {
       auto st = t.strides();
@@ -1122,40 +1124,78 @@ class Recorder {
     return got;
   }
 
-  py::dict measured_of(const ValueRow& r, int64_t vid) {
-    py::dict m;
-    m["device"] = "cpu";
+  struct Keys {
+    PyObject *device, *strides, *storage_offset, *layout, *bytes, *version_of, *written_by, *changed, *param, *buffer,
+        *input, *external, *requires_grad, *storage, *stats, *cpu, *result;
+  };
+  Keys K{};
+
+  void ensure_keys() {
+    if (K.device) return;
+    auto in = [](const char* s) { return PyUnicode_InternFromString(s); };
+    K = Keys{in("device"), in("strides"), in("storage_offset"), in("layout"), in("bytes"), in("version_of"),
+             in("written_by"), in("changed_outside_trace"), in("param"), in("buffer"), in("input"), in("external"),
+             in("requires_grad"), in("storage"), in("stats"), in("cpu"), in("result")};
+  }
+
+  static PyObject* int_list(const std::vector<int64_t>& v) {
+    PyObject* l = PyList_New(static_cast<Py_ssize_t>(v.size()));
+    for (size_t i = 0; i < v.size(); ++i) PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
+    return l;
+  }
+
+  static void set_new(PyObject* d, PyObject* k, PyObject* v) {
+    PyDict_SetItem(d, k, v);
+    Py_DECREF(v);
+  }
+
+  // The value's measured dict, in the Python path's key order (a new reference).
+  PyObject* measured_of(const ValueRow& r, int64_t vid) {
+    PyObject* m = PyDict_New();
+    if (r.device.empty()) PyDict_SetItem(m, K.device, K.cpu);
+    else set_new(m, K.device, PyUnicode_FromString(r.device.c_str()));
     if (r.strided) {
-      py::list st;
-      for (int64_t x : r.strides) st.append(x);
-      m["strides"] = st;
-      if (r.offset != 0) m["storage_offset"] = r.offset;
+      set_new(m, K.strides, int_list(r.strides));
+      if (r.offset != 0) set_new(m, K.storage_offset, PyLong_FromLongLong(r.offset));
     } else {
-      m["layout"] = r.layout;
+      set_new(m, K.layout, PyUnicode_FromString(r.layout.c_str()));
     }
-    m["bytes"] = r.bytes;
+    set_new(m, K.bytes, PyLong_FromLongLong(r.bytes));
     for (auto& e : r.extra) {
       switch (e.first) {
-        case kVersionOf: m["version_of"] = e.second; break;
-        case kWrittenBy: m["written_by"] = e.second; break;
-        case kChangedOutside: m["changed_outside_trace"] = true; break;
-        case kParam: m["param"] = r.label_name; break;
-        case kBuffer: m["buffer"] = r.label_name; break;
-        case kInput: m["input"] = r.label_name; break;
-        case kExternal: m["external"] = true; break;
-        case kRequiresGrad: m["requires_grad"] = true; break;
+        case kVersionOf: set_new(m, K.version_of, PyLong_FromLongLong(e.second)); break;
+        case kWrittenBy: set_new(m, K.written_by, PyLong_FromLongLong(e.second)); break;
+        case kChangedOutside: PyDict_SetItem(m, K.changed, Py_True); break;
+        case kParam: set_new(m, K.param, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kBuffer: set_new(m, K.buffer, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kInput: set_new(m, K.input, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kExternal: PyDict_SetItem(m, K.external, Py_True); break;
+        case kRequiresGrad: PyDict_SetItem(m, K.requires_grad, Py_True); break;
         case kOtherLabel: {
           auto cut = r.label_name.find('\0');
-          m[py::str(r.label_name.substr(0, cut))] = r.label_name.substr(cut + 1);
+          PyObject* k = PyUnicode_FromString(r.label_name.substr(0, cut).c_str());
+          set_new(m, k, PyUnicode_FromString(r.label_name.substr(cut + 1).c_str()));
+          Py_DECREF(k);
           break;
         }
       }
     }
-    m["storage"] = r.storage;
+    set_new(m, K.storage, PyLong_FromLongLong(r.storage));
     auto& ss = stat_state[vid];
-    if (ss.state == 1) m["stats"] = py::reinterpret_borrow<py::object>(stats_dict(ss.ref));
-    else if (ss.state == 3) m["stats"] = py::reinterpret_borrow<py::object>(stats_dict(stat_state[ss.ref].ref));
+    if (ss.state == 1) PyDict_SetItem(m, K.stats, stats_dict(ss.ref));
+    else if (ss.state == 3) PyDict_SetItem(m, K.stats, stats_dict(stat_state[ss.ref].ref));
     return m;
+  }
+
+  static void append_new(PyObject* list, PyObject* item) {
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+
+  PyObject* call(const py::object& cls, PyObject** args, size_t n) {
+    PyObject* got = PyObject_Vectorcall(cls.ptr(), args, n, nullptr);
+    if (!got) throw py::error_already_set();
+    return got;
   }
 
   // Append the rows since the last flush to the builder's lists; the rest for Python.
@@ -1164,39 +1204,64 @@ class Recorder {
     if (values.empty() && nodes.empty() && late_outputs.empty() && py_shares.empty() && later_new.empty() && !failed &&
         error.empty())
       return py::none();
-    int64_t vfrom = static_cast<int64_t>(py_values.size());
+    ensure_keys();
     for (size_t i = 0; i < values.size(); ++i) {
       int64_t vid = values_base + static_cast<int64_t>(i);
       const ValueRow& r = values[i];
-      py::list shape;
-      for (int64_t d : r.shape) shape.append(d);
-      py::object dt = py::reinterpret_borrow<py::object>(dtype_py(r.dtype));
-      py_values.append(value_cls(vid, shape, dt, measured_of(r, vid)));
+      PyObject* args[4] = {PyLong_FromLongLong(vid), int_list(r.shape), dtype_py(r.dtype), measured_of(r, vid)};
+      PyObject* v = call(value_cls, args, 4);
+      Py_DECREF(args[0]);
+      Py_DECREF(args[1]);
+      Py_DECREF(args[3]);
+      append_new(py_values.ptr(), v);
     }
-    (void)vfrom;
     for (int64_t vid = values_base; vid < n_values; ++vid) {
-      py_vstorage.append(value_storage[vid]);
-      py_owns.append(static_cast<bool>(owns_storage[vid]));
-      py_producer.append(producer[vid]);
-      py_born.append(born[vid]);
+      append_new(py_vstorage.ptr(), PyLong_FromLongLong(value_storage[vid]));
+      PyList_Append(py_owns.ptr(), owns_storage[vid] ? Py_True : Py_False);
+      append_new(py_producer.ptr(), PyLong_FromLongLong(producer[vid]));
+      append_new(py_born.ptr(), PyLong_FromLongLong(born[vid]));
     }
     values.clear();
     values_base = n_values;
     for (size_t i = 0; i < nodes.size(); ++i) {
       NodeRow& r = nodes[i];
       int64_t nid = nodes_base + static_cast<int64_t>(i);
-      py::list ins;
-      for (auto& o : r.inputs) {
-        if (o.literal >= 0) ins.append(operand_cls(o.position, py::none(), literal(literals[o.literal].v, literals[o.literal].kind)));
-        else ins.append(operand_cls(o.position, o.value));
+      PyObject* ins = PyList_New(static_cast<Py_ssize_t>(r.inputs.size()));
+      for (size_t j = 0; j < r.inputs.size(); ++j) {
+        auto& o = r.inputs[j];
+        PyObject* pos = PyLong_FromLongLong(o.position);
+        PyObject* got;
+        if (o.literal >= 0) {
+          py::object lit = literal(literals[o.literal].v, literals[o.literal].kind);
+          PyObject* args[3] = {pos, Py_None, lit.ptr()};
+          got = call(operand_cls, args, 3);
+        } else {
+          PyObject* val = PyLong_FromLongLong(o.value);
+          PyObject* args[2] = {pos, val};
+          got = call(operand_cls, args, 2);
+          Py_DECREF(val);
+        }
+        Py_DECREF(pos);
+        PyList_SET_ITEM(ins, static_cast<Py_ssize_t>(j), got);
       }
-      py::list outs;
-      for (int64_t v : r.outputs) outs.append(v);
-      py::dict params;
-      if (r.result >= 0) params["result"] = literal(literals[r.result].v, literals[r.result].kind);
-      py::object g = r.group >= 0 ? py::object(py::int_(r.group)) : py::object(py::none());
-      py::object f = r.frame >= 0 ? py::object(py::int_(r.frame)) : py::object(py::none());
-      py_nodes.append(node_cls(nid, py::reinterpret_borrow<py::object>(op_py_name(r.op)), ins, outs, params, g, f, false));
+      PyObject* outs = int_list(r.outputs);
+      PyObject* params = PyDict_New();
+      if (r.result >= 0) {
+        py::object lit = literal(literals[r.result].v, literals[r.result].kind);
+        PyDict_SetItem(params, K.result, lit.ptr());
+      }
+      PyObject* g = r.group >= 0 ? PyLong_FromLongLong(r.group) : (Py_INCREF(Py_None), Py_None);
+      PyObject* f = r.frame >= 0 ? PyLong_FromLongLong(r.frame) : (Py_INCREF(Py_None), Py_None);
+      PyObject* id = PyLong_FromLongLong(nid);
+      PyObject* args[8] = {id, op_py_name(r.op), ins, outs, params, g, f, Py_False};
+      PyObject* node = call(node_cls, args, 8);
+      Py_DECREF(id);
+      Py_DECREF(ins);
+      Py_DECREF(outs);
+      Py_DECREF(params);
+      Py_DECREF(g);
+      Py_DECREF(f);
+      append_new(py_nodes.ptr(), node);
     }
     nodes.clear();
     nodes_base = n_nodes;
