@@ -274,10 +274,6 @@ def test_parameters_measured_later_wait_the_same_way(native, monkeypatch):
     assert got[0] == got[1] and got[0]
 
 
-def test_without_function_groups_too(native, monkeypatch):
-    same_graph(Functions, lambda: (torch.randn(2, 3, 8),), monkeypatch, functions=False)
-
-
 @pytest.mark.parametrize("limit", ["max_ops", "max_values"])
 def test_a_limit_reached_mid_forward_stops_the_capture_the_same_way(native, limit, monkeypatch):
     errors = []
@@ -344,6 +340,7 @@ def test_native_forced_where_it_cannot_be_used_names_why(native, monkeypatch):
     (lambda t: setattr(t, "run_op", lambda f, a, k: f(*a, **k)), "run_op"),
     (lambda t: t.label(torch.ones(1, requires_grad=True), "param", "w"), "autograd records the forward"),
     (lambda t: t.statistics.__setattr__("mode", "deferred"), "statistics are deferred"),
+    (lambda t: setattr(t, "functions", False), "function groups are off"),
     (lambda t: t.label(torch.empty(1, device="meta"), "input", "x"), "a tensor on meta"),
 ])
 def test_auto_falls_back_to_the_python_path_with_the_reason(native, setup, reason, monkeypatch):

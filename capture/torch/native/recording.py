@@ -44,6 +44,8 @@ def ineligible(trace: "TorchTrace") -> str | None:
         return "inference mode is on (its tensors have no versions)"
     if torch._C._len_torch_dispatch_stack() > 0:
         return "another TorchDispatchMode is active"
+    if not trace.functions:
+        return "function groups are off (x.data is recorded from the function mode)"
     if trace.statistics is not None and trace.statistics.mode == "deferred":
         return "statistics are deferred (stats_mode='deferred')"
     grad = torch.is_grad_enabled()
