@@ -13,7 +13,6 @@ Torch is imported at module level: one of the worker's framework modules.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import torch
