@@ -384,3 +384,23 @@ def test_a_failed_build_is_not_retried_in_auto_mode(monkeypatch, tmp_path):
     _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
     assert trace.recorder_note is not None and "did not build: RuntimeError: g++ said no" in trace.recorder_note
 
+
+
+def test_one_native_recording_at_a_time(native, monkeypatch):
+    monkeypatch.setenv(ENV, "auto")
+    outer, inner = TorchTrace(WorkspaceFiles(HERE)), TorchTrace(WorkspaceFiles(HERE))
+    with torch.no_grad(), outer.recording():
+        with inner.recording():
+            pass
+    assert outer.recorder_note == "native"
+    assert inner.recorder_note == "python: another native recording is running in this process"
+
+
+def test_an_unusable_cache_folder_is_the_python_path_with_the_reason(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(blocker / "cache"))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note is not None
+    assert trace.recorder_note.startswith("python: the native recorder could not be loaded: NotADirectoryError")

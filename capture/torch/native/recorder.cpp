@@ -1425,6 +1425,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         Timer timer(t_flush);
         return self.r->flush(v, n, vs, ow, pr, bo);
       });
+  m.def("busy", []() { return active != nullptr; });
   m.def("timings", []() {
     auto out = py::make_tuple(t_start, t_end, t_frames, t_flush, n_events);
     t_start = t_end = t_flush = t_frames = n_events = 0;

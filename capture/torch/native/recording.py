@@ -77,6 +77,15 @@ def choose(trace: "TorchTrace") -> tuple[Any, str]:
         if want == "native":
             raise
         return None, f"python: {exc}"
+    except Exception as exc:  # noqa: BLE001 - no cache folder, an unreadable build: the Python path
+        reason = f"the native recorder could not be loaded: {type(exc).__name__}: {exc}"
+        if want == "native":
+            raise NativeUnavailable(reason) from exc
+        return None, f"python: {reason}"
+    if module.busy():  # one native recording at a time in a process
+        if want == "native":
+            raise NativeUnavailable("TENSORVIZ_TORCH_RECORDER=native, but another native recording is running")
+        return None, "python: another native recording is running in this process"
     return module, "native"
 
 
