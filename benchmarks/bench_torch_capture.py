@@ -26,7 +26,9 @@ a ``TorchDispatchMode``, each calling straight through, the dispatch mode with t
 Dynamo guard as TensorViz's: its code marked for Dynamo to skip), so the rows say how much of the cost per op is the
 hooks themselves and how much is TensorViz's own recording; under it, each of the three
 mechanisms alone (module hooks alone, function mode alone, dispatch mode alone), so the
-floor is explained. ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
+floor is explained. Beside TensorViz's rows (the Python recorder, a ``TorchDispatchMode``),
+the native recorder's (``capture.torch.native``, statistics on and off; built first,
+outside the pairs; ``--recorder python`` leaves them out). ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
 of the pairs' CPU differences over the op count. Targets printed beside each figure (issues 40
 and 51): statistics on <= 1.25x, off <= 1.10x; <= 30 us per op off, <= 60 us on. "Stats on"
 is the graph the user first sees, as the worker sends it: every activation's statistics
