@@ -40,7 +40,7 @@ from capture.analysis.types import CostTotals
 from .answers import (BodiesPage, CostTimes, FrameJson, NodeBrief, NodesPage, PageView, SearchAnswer, SubtreeAnswer,
                       SymbolNote, TrunkEntry)
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
-from capture.analysis.body_templates import body_wording
+from capture.analysis.body_templates import body_wording, template_bodies
 from capture.analysis.cost import LayerCosts
 from .library_sources import short_path
 from capture.analysis.names import (  # noqa: F401
@@ -356,9 +356,7 @@ class Projection:
                          "effects": cov.effects},
             "counts": {"nodes": self.index.n_nodes, "values": self.index.n_values, "groups": len(cap.groups),
                        "frames": len(cap.frames), "opaque": len(self.index.cols.opaque),
-                       # nodes of unexecuted control-flow bodies, when there are any
-                       **({"template_nodes": sum(self.index.node_count[b + 1] for b in self.index.body_node)}
-                          if self.index.body_node else {})},
+                       **self._body_counts()},
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
@@ -370,6 +368,19 @@ class Projection:
             # when first asked (the first page needs none of them)
             "cost": {"available": cap.failure is None and cap.cost is not None},
         }
+
+    def _body_counts(self) -> dict[str, int]:
+        """``template_nodes``: the nodes of unexecuted bodies (control-flow templates, and
+        whatever lies inside one); ``per_device_nodes``: those of ``shard_map`` bodies, which
+        every device runs (no template). Each only when there are any."""
+        bodies = self.index.body_node
+        if not bodies:
+            return {}
+        templates = template_bodies(self.index, self.capture.groups)
+        count = self.index.node_count
+        out = {"template_nodes": sum(count[b + 1] for b in bodies if b in templates),
+               "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates)}
+        return {k: v for k, v in out.items() if v}
 
     def _mesh_words(self) -> dict[str, Any]:
         """The mesh legend's text, worded once here for the browser (``mesh_text``)."""
