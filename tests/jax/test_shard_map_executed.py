@@ -95,9 +95,16 @@ def test_a_shard_map_body_is_not_counted_among_unexecuted_bodies(caps):
     bodies = cap.meta["bodies"]
     assert bodies["template_nodes"] == control
     assert bodies["shard_map_nodes"] == smap and bodies["shard_map"] == 1
-    counts = Projection(cap).summary()["counts"]
+    proj = Projection(cap)
+    counts = proj.summary()["counts"]
     assert counts["template_nodes"] == control  # the header's "N in unexecuted bodies"
     assert counts["per_device_nodes"] == smap
+    # the inspector's "Inside an unexecuted body of n…" note: a branch's op, not the shard_map's
+    (dot,) = [n for n in cap.nodes if n.op == "dot_general"]
+    (tanh,) = [n for n in cap.nodes if n.op == "tanh"]
+    (cond,) = [n for n in cap.nodes if n.op == "cond"]
+    assert "template" not in proj.node(dot.id)
+    assert proj.node(tanh.id)["template"] == cond.id
 
 
 def test_a_shard_map_bodys_lines_ran_and_a_branchs_did_not(caps):

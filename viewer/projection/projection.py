@@ -93,11 +93,19 @@ class Projection:
                                self.line_index)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
+        self._templates: set[int] | None = None
 
     def _can_twin(self, g: int) -> bool:
         """Groups a page may pair as twins: not a function card, not drawn as its one op."""
         present = self.present
         return not present.is_function_card(g) and present.single(g, False) is None
+
+    def templates(self) -> set[int]:
+        """The body groups that are templates, not executed (a ``shard_map`` body is none:
+        :func:`~capture.analysis.body_templates.template_bodies`); made once, on first use."""
+        if self._templates is None:
+            self._templates = template_bodies(self.index, self.capture.groups) if self.index.body_node else set()
+        return self._templates
 
     def line_index(self) -> LineIndex:
         """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),
@@ -256,7 +264,8 @@ class Projection:
             **({"bodies": self.pages.body_summaries(i)} if i in self.index.bodies_of else {}),
             **({"elided": True, "near": self.pages.near(i)} if i in self.present.elided else {}),
             **({"cost": self.costs().node(i)} if self.capture.cost is not None else {}),
-            **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.index.body_node else {}),
+            # inside an unexecuted body (a template): its boundary node; a shard_map body's ops ran
+            **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.templates() else {}),
         }
 
     def value(self, v: int) -> dict[str, Any]:
@@ -376,7 +385,7 @@ class Projection:
         bodies = self.index.body_node
         if not bodies:
             return {}
-        templates = template_bodies(self.index, self.capture.groups)
+        templates = self.templates()
         count = self.index.node_count
         out = {"template_nodes": sum(count[b + 1] for b in bodies if b in templates),
                "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates)}
