@@ -104,64 +104,12 @@ def test_a_child_whose_state_cannot_be_read_is_not_named(monkeypatch):
         child.wait(5)
 
 
-# The warm resident's sweep after a capture (``kill_descendants(exclude=child)``), run in
-# a process of its own (it kills every descendant of the process that runs it): a fork of
-# the resident in the resident's own group, the capture child (its own group, the one
-# excluded), a process of the capture child's group, and one that did setsid.
-RESIDENT = textwrap.dedent("""
-    import json, os, sys, time
-    sys.path.insert(0, sys.argv[1])
-    from capture.worker import procs
-    procs.become_subreaper()
-
-    def fork(move):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            if move == "setsid":
-                os.setsid()
-            elif move == "setpgid":
-                os.setpgid(0, 0)
-            os.write(w, b"x")
-            time.sleep(60)
-            os._exit(0)
-        os.close(w)
-        os.read(r, 1)
-        os.close(r)
-        return pid
-
-    own_fork = fork("stays")
-    child = fork("setpgid")
-    r, w = os.pipe()
-    if os.fork() == 0:  # a member of the capture child's group (not its child)
-        os.setpgid(0, child)
-        os.write(w, b"x")
-        time.sleep(60)
-        os._exit(0)
-    os.read(r, 1)
-    escapee = fork("setsid")
-    os.kill(child, 9)
-    escaped = procs.kill_descendants(exclude=child)
-    print(json.dumps({"escaped": [e["pid"] for e in escaped], "escapee": escapee, "own_fork": own_fork}))
-""")
-
-
-def test_the_residents_sweep_names_only_what_left_its_groups():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(procs.__file__)))
-    out = subprocess.run([sys.executable, "-I", "-S", "-c", RESIDENT, os.path.dirname(root)],
-                         capture_output=True, text=True, timeout=60, start_new_session=True)
-    assert out.returncode == 0, out.stderr
-    found = json.loads(out.stdout)
-    assert found["escaped"] == [found["escapee"]], found
-
-
-# The warm worker's capture child leads a group of its own; when the capture is killed
-# before its parent read the child's "forked" message, the group is not known yet: it is
-# read from the resident (its oldest child leading a group of its own, in its session).
-RESIDENT_WITH_CHILD = textwrap.dedent("""
+# ``fork(setup)``: a child that runs ``setup`` (a move to a group or session of its own),
+# says so and sleeps; returns once it has moved. Both scripts below start with it.
+FORK = textwrap.dedent("""
     import os, sys, time
-    def fork(setup):
+
+    def fork(setup=lambda: None):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -174,13 +122,44 @@ RESIDENT_WITH_CHILD = textwrap.dedent("""
         os.read(r, 1)
         os.close(r)
         return pid
+""")
 
-    def escape():
-        os.setsid()
+# The warm resident's sweep after a capture (``kill_descendants(exclude=child)``), run in
+# a process of its own (it kills every descendant of the process that runs it): a fork of
+# the resident in the resident's own group, the capture child (its own group, the one
+# excluded), a process of the capture child's group, and one that did setsid.
+RESIDENT = FORK + textwrap.dedent("""
+    import json
+    sys.path.insert(0, sys.argv[1])
+    from capture.worker import procs
+    procs.become_subreaper()
 
+    own_fork = fork()
+    child = fork(lambda: os.setpgid(0, 0))
+    fork(lambda: os.setpgid(0, child))  # a member of the capture child's group (not its child)
+    escapee = fork(os.setsid)
+    os.kill(child, 9)
+    escaped = procs.kill_descendants(exclude=child)
+    print(json.dumps({"escaped": [e["pid"] for e in escaped], "escapee": escapee, "own_fork": own_fork}))
+""")
+
+
+def test_the_residents_sweep_names_only_what_left_its_groups():
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(procs.__file__))))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", RESIDENT, repo],
+                         capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["escaped"] == [found["escapee"]], found
+
+
+# The warm worker's capture child leads a group of its own; when the capture is killed
+# before its parent read the child's "forked" message, the group is not known yet: it is
+# read from the resident (its oldest child leading a group of its own, in its session).
+RESIDENT_WITH_CHILD = FORK + textwrap.dedent("""
     def capture_child():
         os.setpgid(0, 0)
-        fork(escape)  # what the capture started: a session of its own
+        fork(os.setsid)  # what the capture started: a session of its own
 
     resident = os.fork()
     if resident == 0:
