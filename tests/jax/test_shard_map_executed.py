@@ -105,6 +105,11 @@ def test_a_shard_map_body_is_not_counted_among_unexecuted_bodies(caps):
     (cond,) = [n for n in cap.nodes if n.op == "cond"]
     assert "template" not in proj.node(dot.id)
     assert proj.node(tanh.id)["template"] == cond.id
+    # search says which ran: the branch's op is "in a body, not executed", the shard_map's is not
+    (found,) = [r for r in proj.search("dot_general")["results"] if r["type"] == "node"]
+    assert "not executed" not in found["where"]
+    (branch_op,) = [r for r in proj.search("tanh")["results"] if r["type"] == "node"]
+    assert "in a body, not executed" in branch_op["where"]
 
 
 def test_a_shard_map_bodys_lines_ran_and_a_branchs_did_not(caps):
