@@ -60,7 +60,7 @@ import { formatBytes, formatFlops } from "./format.js";
  * @property {string} [title]
  * @property {string} [framework]
  * @property {string} [backend]
- * @property {{nodes?: number, template_nodes?: number}} [counts]
+ * @property {{nodes?: number, template_nodes?: number, per_device_nodes?: number}} [counts]
  * @property {{scope?: string, status?: string, reasons?: string[], effects?: string}} [coverage]
  * @property {{name?: string, model?: string, framework?: string}} [recipe]
  * @property {Failure | null} [failure]
@@ -79,8 +79,10 @@ export function renderTitle(c) {
   t.append(el("strong", {}, c.title || "capture"));
   const counts = c.counts || {};
   const bits = [c.framework, c.backend, counts.nodes !== undefined ? `${Number(counts.nodes).toLocaleString("en-US")} nodes` : null].filter(Boolean);
-  // Template nodes of unexecuted control-flow bodies are counted apart from the program.
+  // Template nodes of unexecuted control-flow bodies are counted apart from the program; a
+  // shard_map body is no template (every device runs it): its nodes are said as such.
   if (counts.template_nodes) bits.push(`${Number(counts.template_nodes).toLocaleString("en-US")} in unexecuted bodies`);
+  if (counts.per_device_nodes) bits.push(`${Number(counts.per_device_nodes).toLocaleString("en-US")} in shard_map bodies (run per device)`);
   t.append(el("span", { class: "title-bits" }, bits.join(" · ")));
   t.title = `${c.title || ""} (${bits.join(", ")})`;
   document.title = `${c.title || "capture"} — TensorViz`;
