@@ -381,14 +381,20 @@ class Projection:
     def _body_counts(self) -> dict[str, int]:
         """``template_nodes``: the nodes of unexecuted bodies (control-flow templates, and
         whatever lies inside one); ``per_device_nodes``: those of ``shard_map`` bodies, which
-        every device runs (no template). Each only when there are any."""
+        every device runs (no template); ``template_bodies`` and ``per_device_bodies``: how
+        many such bodies were converted (one left closed is neither). Each only when there
+        are any."""
         bodies = self.index.body_node
         if not bodies:
             return {}
         templates = self.templates()
         count = self.index.node_count
+        groups = self.capture.groups
+        opened = [b for b in bodies if not (isinstance(groups[b].attrs, dict) and "closed" in groups[b].attrs)]
         out = {"template_nodes": sum(count[b + 1] for b in bodies if b in templates),
-               "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates)}
+               "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates),
+               "template_bodies": sum(1 for b in opened if b in templates),
+               "per_device_bodies": sum(1 for b in opened if b not in templates)}
         return {k: v for k, v in out.items() if v}
 
     def _mesh_words(self) -> dict[str, Any]:

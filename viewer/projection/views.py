@@ -22,6 +22,7 @@ from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from capture.analysis.rank_flops import rank_flops
+from capture.analysis.scope import devices_running
 from .compiled_view import compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled
 from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
 from capture.analysis.body_templates import body_wording
@@ -485,9 +486,7 @@ class Pages:
         d = c.of(i)
         if d.get("estimate"):
             out["estimate"] = True
-        scope = cost_scope(self.capture, self.capture.nodes[i].group)
-        if scope:
-            out["scope"] = scope
+        _scope(out, self.capture, self.capture.nodes[i].group)
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
             out.update(cast(CardCost, ranks.node_cost(i)))  # its keys are a card's
@@ -503,11 +502,9 @@ class Pages:
             out["uncounted"] = costs.uncounted[s]
         if costs.estimate[s]:
             out["estimate"] = True
-        if costs.in_body[s]:
-            out["template"] = True
-        scope = cost_scope(self.capture, g)
-        if scope:
-            out["scope"] = scope
+        if costs.template[s]:
+            out["template"] = True  # one iteration or branch, as traced (a shard_map body's: per device)
+        _scope(out, self.capture, g)
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
             out.pop("uncounted", None)
@@ -880,7 +877,22 @@ def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
     scopes = {it["cost"].get("scope") for it in items}
     if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
         out["scope"] = scopes.pop()
+        devices = {it["cost"].get("devices") for it in items}
+        if len(devices) == 1 and None not in devices:
+            out["devices"] = devices.pop()
     return out
+
+
+def _scope(out: CardCost, capture: Capture, g: int | None) -> None:
+    """A card's FLOPs' scope on a split program (``global``, ``per device``); per device, also
+    how many devices run it (its FLOPs times it: its global figure, its share's numerator)."""
+    scope = cost_scope(capture, g)
+    if not scope:
+        return
+    out["scope"] = scope
+    devices = devices_running(capture, g) if scope == "per device" else None
+    if devices is not None:
+        out["devices"] = devices
 
 
 def _ref_key(ref: int) -> str:
