@@ -20,7 +20,6 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 from capture.analysis.analysis import Analysis  # noqa: E402
 from capture.analysis.layer_table import layer_rows  # noqa: E402
-from capture.analysis.scope import devices_running  # noqa: E402
 from capture.jax.convert import convert  # noqa: E402
 from viewer.projection.projection import ROOT, Projection  # noqa: E402
 
@@ -111,6 +110,8 @@ def test_a_shard_map_inside_a_branch_is_a_template_with_no_share():
 
 
 def test_a_shard_map_in_a_shard_map_runs_on_the_product_of_their_devices():
+    from capture.analysis.scope import devices_running
+
     mesh = _mesh((2, 4), ("i", "j"))
 
     def inner(a, b):
