@@ -27,6 +27,7 @@ Only the standard library and :mod:`capture` are imported (docs/architecture.md'
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Any, Callable
 
 from capture import units
@@ -105,8 +106,10 @@ class LayerCosts:
     Arrays are indexed by group slot ``g + 1`` (slot 0: the whole executed program), as
     :class:`~capture.analysis.index.GraphIndex`'s are."""
 
-    def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts]) -> None:
+    def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts],
+                 templates: Collection[int] | None = None) -> None:
         self.capture, self.index = capture, index
+        self._templates = templates  # the template body groups (Analysis.templates), else made here
         self.params_of = params_of
         self.cost = capture.cost
         self._lock = threading.Lock()
@@ -213,7 +216,9 @@ class LayerCosts:
         self._up([F, R, W, U])
         self._up([self.estimate], lambda a, b: a or b)
         ix = self.index
-        templates = template_bodies(ix, self.capture.groups) if ix.body_node else set()
+        templates = self._templates
+        if templates is None:
+            templates = template_bodies(ix, self.capture.groups) if ix.body_node else set()
         for g in range(len(self.capture.groups)):
             self.in_body[g + 1] = ix.top[g] in ix.body_node
             self.template[g + 1] = ix.top[g] in templates

@@ -62,7 +62,9 @@ def net():
 
 def test_a_shard_map_bodys_card_cost_is_per_device_and_says_its_devices(net):
     cap, proj, body, boundary, dot = net
-    (item,) = proj.bodies(boundary)["items"]
+    page = proj.bodies(boundary)
+    (item,) = page["items"]
+    assert page["bodies"][0]["executed"] is True and item["body"]["executed"] is True  # every device runs it
     assert item["cost"]["flops"] == cap.cost.flops[dot]
     assert "template" not in item["cost"]  # not "per iteration"
     assert item["cost"]["scope"] == "per device" and item["cost"]["devices"] == 8
@@ -73,7 +75,9 @@ def test_a_shard_map_bodys_card_cost_is_per_device_and_says_its_devices(net):
     assert "template" not in proj.group(body)["cost"]  # api/group's
     # a cond branch stays a template: one branch as traced, no devices
     cond = next(n.id for n in cap.nodes if n.op == "cond")
+    assert [b["executed"] for b in proj.bodies(cond)["bodies"]] == [False, False]
     for branch in proj.bodies(cond)["items"]:
+        assert branch["body"]["executed"] is False
         assert branch["cost"]["template"] is True and branch["cost"]["scope"] == "global"
         assert proj.group(branch["id"])["cost"]["template"] is True
 
@@ -103,6 +107,8 @@ def test_a_shard_map_inside_a_branch_is_a_template_with_no_share():
     proj = Projection(cap)
     (body,) = [g.id for g in cap.groups if g.kind == "body" and g.attrs["role"] == "shard_map body"]
     assert proj.group(body)["cost"]["template"] is True
+    smap = next(n.id for n in cap.nodes if n.op == "shard_map")
+    assert proj.bodies(smap)["bodies"][0]["executed"] is False  # as unexecuted as the branch
     counts = proj.summary()["counts"]
     assert counts["template_bodies"] == 3 and "per_device_bodies" not in counts
     rows = {r["id"]: r for r in layer_rows(Analysis(cap), all_groups=True)}

@@ -40,7 +40,7 @@ from capture.analysis.types import CostTotals
 from .answers import (BodiesPage, CostTimes, FrameJson, NodeBrief, NodesPage, PageView, SearchAnswer, SubtreeAnswer,
                       SymbolNote, TrunkEntry)
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
-from capture.analysis.body_templates import body_wording, template_bodies
+from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
 from .library_sources import short_path
 from capture.analysis.names import (  # noqa: F401
@@ -93,19 +93,16 @@ class Projection:
                                self.line_index)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
-        self._templates: set[int] | None = None
 
     def _can_twin(self, g: int) -> bool:
         """Groups a page may pair as twins: not a function card, not drawn as its one op."""
         present = self.present
         return not present.is_function_card(g) and present.single(g, False) is None
 
-    def templates(self) -> set[int]:
+    def templates(self) -> frozenset[int]:
         """The body groups that are templates, not executed (a ``shard_map`` body is none:
         :func:`~capture.analysis.body_templates.template_bodies`); made once, on first use."""
-        if self._templates is None:
-            self._templates = template_bodies(self.index, self.capture.groups) if self.index.body_node else set()
-        return self._templates
+        return self.analysis.templates()
 
     def line_index(self) -> LineIndex:
         """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),

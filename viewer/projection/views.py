@@ -118,7 +118,8 @@ class Pages:
 
     def body_summaries(self, node: int) -> list[dict[str, Any]]:
         gs = self.capture.groups
-        return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.index.bodies_of[node]]
+        templates = self.analysis.templates()
+        return [body_summary(b, gs[b].attrs, gs[b].name, b not in templates) for b in self.index.bodies_of[node]]
 
     def subtree(self, group: int, max_items: int, kernels: bool, weights: bool = False) -> SubtreeAnswer:
         # One pause for the whole walk: resumed between its pages, the collector ran over
@@ -549,7 +550,7 @@ class Pages:
         if twin is not None:
             extra["twin"] = {"id": twin[0], "count": twin[1], "index": twin[2]}
         if c in ix.body_node:
-            extra["body"] = body_summary(c, attrs, grp.name)
+            extra["body"] = body_summary(c, attrs, grp.name, c not in self.analysis.templates())
             extra["template"] = template_line(extra["body"])
         extra.update(group_compiled(self.compiled_collectives()[1].get(c)))  # the compiler's collectives inside
         memory = attrs.get(MEMORY_KEY)
