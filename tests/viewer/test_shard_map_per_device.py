@@ -90,6 +90,8 @@ def test_a_shard_map_bodys_share_is_its_flops_times_its_devices_of_the_global_to
     assert "template" not in row
     assert row["share"] == pytest.approx(cap.cost.flops[dot] * 8 / total)
     assert row["share"] == pytest.approx(cap.cost.flops[boundary] / total)  # its boundary node's
+    summary = Projection(cap).cost_summary()  # api/cost: the total the shares are of, named global
+    assert summary["flops"] == total and summary["flops_scope"] == "global"
     branches = [r for g, r in rows.items() if g != body]
     assert branches and all(r["share"] is None and r["template"].startswith("branch") for r in branches)
 

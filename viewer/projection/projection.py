@@ -417,6 +417,8 @@ class Projection:
             ranks = rank_flops(costs)
             if ranks is not None:  # a split Torch program: what one rank computes (cards and rows say it)
                 out["flops_per_rank"] = ranks.total
+            elif self.capture.meshes:  # every figure names its scope; a shard_map body's share is × its devices
+                out["flops_scope"] = "global"
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
             plan = memory_plan(out, input_bytes(self.analysis))  # the cost panel's fit line per device

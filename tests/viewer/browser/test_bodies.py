@@ -238,9 +238,12 @@ def test_a_shard_map_body_is_per_device_in_the_summary_its_card_and_the_cost_pan
         assert row["share"] == pytest.approx(cap.cost.flops[dot.id] * 8 / total)
         assert row["share"] == pytest.approx(rows[f"n{smap.id}"]["share"])
         name = app.page.locator(f".cost-table tr[data-key='g{body.id}'] .cost-name").inner_text()
+        assert "~1.09 kFLOPs global" in app.page.inner_text(".cost-totals"), "the total the shares are of"
         assert name.endswith("(per device)") and "per iteration" not in name, name
         app.page.wait_for_timeout(100)
         _shot(app, "shard-map-2-card-and-cost-panel.png")
+        if SHOTS:
+            app.page.locator(".cost-table").screenshot(path=os.path.join(SHOTS, "shard-map-3-cost-table.png"))
         assert not app.unexpected_errors()
     finally:
         server.stop()

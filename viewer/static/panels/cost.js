@@ -80,6 +80,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} [saved_for_backward]  a training step's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
  * @property {number} [flops_per_rank]  a split Torch program: its FLOPs on one rank (the rows' figures); `flops` mixes scopes
+ * @property {string} [flops_scope]  a JAX program split across devices: "global" (a per-device row's share: its FLOPs × its devices of it)
  * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean, per_device?: {devices: number, peak: number}}} [memory_plan]
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
@@ -430,7 +431,7 @@ export class CostPanel extends Panel {
     const facts = [
       s.flops_per_rank !== undefined
         ? ["FLOPs", `${formatFlops(s.flops_per_rank)} per rank (recorded: ${formatFlops(s.flops)}, global for DTensor ops, per rank for the others)`]
-        : ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}`],
+        : ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}${s.flops_scope ? ` ${s.flops_scope}` : ""}`],
       ["Bytes moved", `${formatBytes(s.bytes_read + s.bytes_written)} (read ${formatBytes(s.bytes_read)}, written ${formatBytes(s.bytes_written)})`],
       ["Parameters", `${formatCount(p.count || 0)} · ${formatBytes(p.bytes || 0)}`],
       ["Activations", `${formatBytes(s.activations)} · peak live ${formatBytes(s.peak_live)}`],
