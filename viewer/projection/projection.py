@@ -417,7 +417,7 @@ class Projection:
             ranks = rank_flops(costs)
             if ranks is not None:  # a split Torch program: what one rank computes (cards and rows say it)
                 out["flops_per_rank"] = ranks.total
-            elif self.capture.meshes:  # every figure names its scope; a shard_map body's share is × its devices
+            elif self.capture.meshes and self.capture.framework == "jax":  # every figure names its scope
                 out["flops_scope"] = "global"
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
