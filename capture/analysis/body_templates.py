@@ -87,10 +87,12 @@ def template_label(attrs: dict[str, Any]) -> str:
     return BRANCH_TEMPLATE if isinstance(role, str) and role.startswith("branch") else LOOP_TEMPLATE
 
 
-def body_summary(g: int, attrs: dict[str, Any], name: str) -> dict[str, Any]:
-    """What a boundary node's card and a body card say about one body."""
+def body_summary(g: int, attrs: dict[str, Any], name: str, executed: bool = False) -> dict[str, Any]:
+    """What a boundary node's card and a body card say about one body (``executed``: a
+    ``shard_map`` body outside any template, which every device runs; see
+    :func:`template_bodies`)."""
     d: dict[str, Any] = {"id": g, "key": f"g{g}", "name": name, "role": attrs.get("role"),
-                         "template": template_label(attrs), "executed": False}
+                         "template": template_label(attrs), "executed": executed}
     if "iterations" in attrs:
         d["iterations"] = attrs.get("iterations") if type(attrs.get("iterations")) is int else None
     for k in ("selected", "closed", "trip_count"):

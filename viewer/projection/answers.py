@@ -133,7 +133,8 @@ GroupRef.__doc__ = "A group named where another item lists it (wrappers, idle gr
 class CardCost(TypedDict, total=False):
     """What an item card says it costs (``flops`` None: uncounted; ``uncounted``: ops no
     rule counted; ``scope`` with a mesh or a split Torch program; ``per_rank``: a DTensor
-    op's figure per rank)."""
+    op's figure per rank; ``devices``: with scope ``per device``, how many devices run it,
+    its FLOPs times it being its global figure)."""
 
     flops: float | None
     bytes: int
@@ -141,6 +142,7 @@ class CardCost(TypedDict, total=False):
     estimate: bool
     template: bool
     scope: str
+    devices: int
     per_rank: float | None
     flops_by_kind: dict[str, int]
 
@@ -154,6 +156,7 @@ class BlockCost(TypedDict):
     uncounted: NotRequired[int]
     estimate: NotRequired[bool]
     scope: NotRequired[str]  # a split program: global, per device or per rank (the whole run's only)
+    devices: NotRequired[int]  # scope per device: how many devices run it (the whole run's only)
 
 
 class StackCost(BlockCost):

@@ -40,7 +40,7 @@ from capture.analysis.types import CostTotals
 from .answers import (BodiesPage, CostTimes, FrameJson, NodeBrief, NodesPage, PageView, SearchAnswer, SubtreeAnswer,
                       SymbolNote, TrunkEntry)
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
-from capture.analysis.body_templates import body_wording, template_bodies
+from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
 from .library_sources import short_path
 from capture.analysis.names import (  # noqa: F401
@@ -93,19 +93,16 @@ class Projection:
                                self.line_index)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
-        self._templates: set[int] | None = None
 
     def _can_twin(self, g: int) -> bool:
         """Groups a page may pair as twins: not a function card, not drawn as its one op."""
         present = self.present
         return not present.is_function_card(g) and present.single(g, False) is None
 
-    def templates(self) -> set[int]:
+    def templates(self) -> frozenset[int]:
         """The body groups that are templates, not executed (a ``shard_map`` body is none:
         :func:`~capture.analysis.body_templates.template_bodies`); made once, on first use."""
-        if self._templates is None:
-            self._templates = template_bodies(self.index, self.capture.groups) if self.index.body_node else set()
-        return self._templates
+        return self.analysis.templates()
 
     def line_index(self) -> LineIndex:
         """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),
@@ -381,14 +378,20 @@ class Projection:
     def _body_counts(self) -> dict[str, int]:
         """``template_nodes``: the nodes of unexecuted bodies (control-flow templates, and
         whatever lies inside one); ``per_device_nodes``: those of ``shard_map`` bodies, which
-        every device runs (no template). Each only when there are any."""
+        every device runs (no template); ``template_bodies`` and ``per_device_bodies``: how
+        many such bodies were converted (one left closed is neither). Each only when there
+        are any."""
         bodies = self.index.body_node
         if not bodies:
             return {}
         templates = self.templates()
         count = self.index.node_count
+        groups = self.capture.groups
+        opened = [b for b in bodies if not (isinstance(groups[b].attrs, dict) and "closed" in groups[b].attrs)]
         out = {"template_nodes": sum(count[b + 1] for b in bodies if b in templates),
-               "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates)}
+               "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates),
+               "template_bodies": sum(1 for b in opened if b in templates),
+               "per_device_bodies": sum(1 for b in opened if b not in templates)}
         return {k: v for k, v in out.items() if v}
 
     def _mesh_words(self) -> dict[str, Any]:
@@ -414,6 +417,8 @@ class Projection:
             ranks = rank_flops(costs)
             if ranks is not None:  # a split Torch program: what one rank computes (cards and rows say it)
                 out["flops_per_rank"] = ranks.total
+            elif self.capture.meshes and self.capture.framework == "jax":  # every figure names its scope
+                out["flops_scope"] = "global"
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
             plan = memory_plan(out, input_bytes(self.analysis))  # the cost panel's fit line per device

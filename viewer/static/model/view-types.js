@@ -36,6 +36,7 @@
  * @property {boolean} [estimate]
  * @property {boolean} [template]  one iteration of a body that did not run
  * @property {string} [scope]  a program split across devices: "global", or "per device" inside a shard_map body
+ * @property {number} [devices]  scope "per device": how many devices run it (its FLOPs × this: its global figure)
  * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
  */
