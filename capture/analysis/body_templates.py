@@ -128,7 +128,10 @@ def body_summary(g: int, attrs: dict[str, Any], name: str, executed: bool = Fals
     if type(n) is int and attrs.get("role") == "shard_map body":
         if _partial(attrs):
             d["shards"] = n
-            d["manual_axes"], d["auto_axes"] = attrs.get("manual_axes"), attrs.get("auto_axes")
+            for k in ("manual_axes", "auto_axes"):
+                axes = attrs.get(k)
+                if isinstance(axes, list) and all(isinstance(a, str) for a in axes):
+                    d[k] = axes
         else:
             d["devices"] = n
     return d

@@ -883,7 +883,7 @@ def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
         for key in ("devices", "shards"):
             runs = {it["cost"].get(key) for it in items}
             if len(runs) == 1 and None not in runs:
-                out[key] = runs.pop()  # type: ignore[literal-required]
+                out[key] = runs.pop()
     return out
 
 
