@@ -24,6 +24,7 @@
 // modules inside that ran nothing, its twins), then its inside at (groupPadX, groupHeader).
 
 import { HATCH, KIND_WORDING, QUIET_ROLES, formatValue, kindStyle } from "./theme.js";
+import { grouped } from "../format.js";
 
 const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif';
 const MONO = 'ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace';
@@ -548,7 +549,7 @@ function drawFrame(dl, it, ctx, p, band) {
   const name = String(it.item.title || it.item.label || it.key);
   dl.card.push(rect(it.x, it.y, it.w, it.h, 9, ks.fill, ks.stroke, 1.4, kind === "body" || isBoundary ? [6, 4] : null, 0.55, band === 0));
   const n = Number(it.item.node_count);
-  const summary = n > 0 ? `${n.toLocaleString("en-US")} op${n === 1 ? "" : "s"}` : "";
+  const summary = n > 0 ? `${grouped(n)} op${n === 1 ? "" : "s"}` : ""; // no Intl (its first use loads locale data)
   dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: farTitle(it), sub: summary, color: ks.text, padTop: 3, bg: ks.fill, frame: true }];
   if (band === 0) return;
   /** @type {CardPrim[]} */
