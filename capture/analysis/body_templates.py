@@ -49,6 +49,37 @@ def body_groups(groups: Any, n_nodes: int) -> dict[int, int]:
     return out
 
 
+def template_bodies(index: Any, groups: Any) -> set[int]:
+    """The body groups of ``index`` (a :class:`~capture.analysis.index.GraphIndex`) that are
+    templates, not executed: a ``scan``/``while`` body (one iteration as traced), a ``cond``
+    branch, a Pallas kernel (one grid point), and every body inside one of them. A
+    ``shard_map`` body is none (the spec's unconditional call bodies, as a ``jit``'s: every
+    device of its mesh runs it once), unless it lies inside a template itself (a
+    ``shard_map`` in a ``cond`` branch is as unexecuted as the branch)."""
+    body_node, group_of, top = index.body_node, index.cols.group, index.top
+    known: dict[int, bool] = {}
+    for b in body_node:
+        path: list[int] = []
+        x = b
+        verdict = False
+        while x not in known:  # iterative: a hostile file may nest bodies thousands deep
+            path.append(x)
+            attrs = groups[x].attrs
+            if not (isinstance(attrs, dict) and attrs.get("role") == "shard_map body"):
+                verdict = True
+                break
+            g = group_of[body_node[x]]  # where its boundary node sits
+            up = top[g] if g >= 0 else -1  # the body tree holding it, if any
+            if up not in body_node or up in path:
+                break
+            x = up
+        else:
+            verdict = known[x]
+        for y in path:
+            known[y] = verdict
+    return {b for b, t in known.items() if t}
+
+
 def template_label(attrs: dict[str, Any]) -> str:
     role = attrs.get("role")
     if role == "shard_map body":

@@ -37,10 +37,12 @@ upper bound; a limit passed anyway while walking undoes the body and closes it.)
 even the body group cannot be added (``max_groups`` reached), ``meta["bodies"]
 ["closed_without_group"]`` lists it. ``meta["bodies"]`` sums it all up: converted,
 closed, template nodes, opaque primitives inside templates (not counted in
-``meta["opaque_primitives"]``, which describes the executed program).
+``meta["opaque_primitives"]``, which describes the executed program). A ``shard_map`` body
+(below) is no template: its nodes are ``shard_map_nodes``, not ``template_nodes``.
 
 ``shard_map`` (and ``pmap``, which lowers to it) is the one body that is not control flow:
-every device of its mesh runs it once, on its own shard. Its body converts the same way,
+every device of its mesh runs it once, on its own shard: it is executed, as a ``jit`` body is
+(unless it lies inside a template itself: :func:`capture.graph.per_device.template_bodies`). Its body converts the same way,
 breadth first, as a ``body`` group (role ``shard_map body``, ``devices``: how many run
 it, ``mesh``, ``manual_axes``), with the shapes one device sees; its parameters stand for
 one device's shard of each operand (``attrs.parameters``: ``shard of operand 0``, the
@@ -70,6 +72,7 @@ from typing import Any
 
 from ..graph.meta import Bodies
 from ..graph.model import Group
+from ..graph.per_device import SHARD_MAP_ROLE
 from ..worker.errors import LimitExceeded
 
 BODY_NOTE = "one iteration, as traced; not executed"
@@ -89,7 +92,7 @@ WIRING_NOTE = ("a body's inputs are values of its own (a template's inputs are n
 BODY_PRIMITIVES = frozenset({"scan", "while", "cond", "shard_map", "pallas_call"})
 # Boundaries whose converted body leaves nothing unexpanded (every device, every grid
 # point runs it): their node stops being opaque.
-OPENED_ROLES = frozenset({"shard_map body", PALLAS_ROLE})
+OPENED_ROLES = frozenset({SHARD_MAP_ROLE, PALLAS_ROLE})
 
 
 class _Role:
@@ -289,8 +292,9 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> Bodies:
     queue = conv.pending_bodies
     executed_opaque = dict(conv.opaque_ops)
     executed_nodes = len(conv.nodes)
-    converted = closed = template_nodes = shard_maps = 0
+    converted = closed = template_nodes = shard_maps = shard_map_nodes = 0
     reasons: dict[str, int] = {}
+    template_of: dict[int, bool] = {}  # body group -> a template (unexecuted), or a shard_map body that runs
     i = 0
     while i < len(queue):
         eqn, nid, parent, frame = queue[i]
@@ -303,6 +307,9 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> Bodies:
                 conv.closed_without_group.append({"node": nid, "role": role.role,
                                                   "reason": "the capture's max_groups limit is reached"})
                 continue
+            gid = len(conv.groups)
+            # A shard_map body runs on every device (it is no template) unless it lies in one.
+            template_of[gid] = role.role != SHARD_MAP_ROLE or _in_template(conv.groups, parent, template_of)
             n = _convert_one(conv, eqn, nid, parent, frame, role, expanded, literal_value)
             if n is None:
                 closed += 1
@@ -310,7 +317,10 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> Bodies:
                 reasons[why] = reasons.get(why, 0) + 1
             else:
                 converted += 1
-                template_nodes += n
+                if template_of[gid]:
+                    template_nodes += n
+                else:
+                    shard_map_nodes += n
                 if role.role in OPENED_ROLES:
                     shard_maps += role.role == "shard_map body"
                     # Every device (every grid point) runs it: nothing of it is left unexpanded.
@@ -330,6 +340,8 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> Bodies:
                                "note": BODY_NOTE, "wiring": WIRING_NOTE}
     if shard_maps:
         summary["shard_map"] = shard_maps  # of the converted: per-device programs, not control flow
+    if shard_map_nodes:
+        summary["shard_map_nodes"] = shard_map_nodes  # every device runs them: not in template_nodes
     if body_opaque:
         summary["opaque_primitives"] = dict(sorted(body_opaque.items()))
     if reasons:
@@ -337,6 +349,17 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> Bodies:
     if conv.closed_without_group:
         summary["closed_without_group"] = conv.closed_without_group
     return summary
+
+
+def _in_template(groups: list[Group], parent: int | None, template_of: dict[int, bool]) -> bool:
+    """Whether group ``parent`` (where a boundary node sits) lies inside a template body."""
+    x = parent
+    while type(x) is int and 0 <= x < len(groups):
+        if groups[x].kind == BODY_KIND:
+            return template_of.get(x, True)
+        nxt = groups[x].parent
+        x = nxt if type(nxt) is int and nxt < x else None
+    return False
 
 
 def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int | None,

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 from capture.graph.tables import ValueTable
 
+from capture.analysis.body_templates import template_bodies
 from capture.analysis.index import ROOT
 from capture.analysis.names import group_sublabel, group_title, short_dtype
 from capture.analysis.value_names import ROLE_WORDS
@@ -86,6 +87,16 @@ class Search:
         self._shapes_index: dict[tuple[Any, ...], list[int]] | None = None
         self._axes_index: dict[str, list[int]] | None = None
         self._class_of: dict[int, str | None] = {}
+        self._templates: set[int] | None = None
+
+    def _in_template(self, g: int) -> bool:
+        """Whether group ``g`` lies in an unexecuted body (a template; a shard_map body ran)."""
+        ix = self.index
+        if g == ROOT or ix.top[g] not in ix.body_node:
+            return False
+        if self._templates is None:
+            self._templates = template_bodies(ix, self.capture.groups)
+        return ix.top[g] in self._templates
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, *, op: str | None = None, cls: str | None = None,
                shape: str | None = None, dtype: str | None = None, axis: str | None = None) -> SearchAnswer:
@@ -308,7 +319,7 @@ class Search:
         outs = ix.outputs_of(i)
         sub = ", ".join(self.values.label(v) for v in outs[:3])
         where = " · ".join(x for x in (self._container_label(g), ix.where(i)) if x)
-        if g != ROOT and ix.top[g] in ix.body_node:
+        if self._in_template(g):
             where = f"{where} · in a body, not executed".lstrip(" ·")
         out: SearchResult = {
             "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],

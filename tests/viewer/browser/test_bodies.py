@@ -152,3 +152,43 @@ def test_expand_all_does_not_open_bodies_as_if_they_ran(browser, served, close_p
     assert not any(k.startswith("n") for k in expanded)
     bodies = {f"g{g.id}" for g in cap.groups if g.kind == "body"}
     assert not bodies & set(app.keys())
+
+
+def _shard_map_capture():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from jax import lax
+    from jax.sharding import PartitionSpec as P
+
+    from capture.jax.convert import convert
+
+    mesh = jax.make_mesh((1,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    def block(a, b):
+        return lax.psum(jnp.dot(a, b), "i")
+
+    def net(a, b):
+        c = jax.shard_map(block, mesh=mesh, in_specs=(P(None, "i"), P("i", None)), out_specs=P())(a, b)
+        return lax.cond(c.sum() > 0, lambda v: jnp.tanh(v), lambda v: v - 1.0, c)
+
+    return convert(jax.make_jaxpr(net)(jnp.ones((8, 16), jnp.float32), jnp.ones((16, 4), jnp.float32)))
+
+
+def test_the_header_counts_a_shard_map_body_apart_from_unexecuted_bodies(browser, tmp_path, close_pages):
+    # A shard_map body runs on every device: not "in unexecuted bodies" (the cond's branches are).
+    cap = _shard_map_capture()
+    smap = {g.id for g in cap.groups if g.kind == "body" and g.attrs["role"] == "shard_map body"}
+    assert smap
+    per_device = sum(1 for n in cap.nodes if n.group in smap)
+    templates = sum(1 for n in cap.nodes if n.group is not None and n.group not in smap)
+    server = ViewerServer(workspace=make_workspace(tmp_path))
+    cid = server.add_capture(cap, "shard_map and cond")
+    server.start()
+    try:
+        app = open_app(browser, server.url_for(cid))
+        close_pages.append(app)
+        title = app.page.locator("#title").inner_text()
+        assert (f"{len(cap.nodes)} nodes · {templates} in unexecuted bodies · "
+                f"{per_device} in shard_map bodies (run per device)") in title, title
+    finally:
+        server.stop()
