@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from capture.graph import gc_pause
 
+from .body_templates import template_bodies
 from .cost import LayerCosts
 from .experts import moe_layers
 from .index import GraphIndex
@@ -61,6 +62,17 @@ class Analysis:
         self._structure: Structure | None = None
         self._line_index: LineIndex | None = None
         self._moe: tuple[list[MoeLayer], dict[int, MoeLayer]] | None = None
+        self._templates: frozenset[int] | None = None
+
+    def templates(self) -> frozenset[int]:
+        """The body groups that are templates, not executed (a ``shard_map`` body outside one
+        is none: :func:`~capture.analysis.body_templates.template_bodies`). No lock: made
+        from the index alone, the same set whoever makes it first."""
+        got = self._templates
+        if got is None:
+            ix = self.index
+            got = self._templates = frozenset(template_bodies(ix, self.capture.groups) if ix.body_node else ())
+        return got
 
     def costs(self) -> LayerCosts:
         """What each layer costs (:mod:`capture.analysis.cost`)."""
@@ -69,7 +81,7 @@ class Analysis:
             with self._lock:
                 if self._costs is None:
                     with gc_pause.paused():
-                        self._costs = LayerCosts(self.capture, self.index, self.params)
+                        self._costs = LayerCosts(self.capture, self.index, self.params, self.templates())
                 got = self._costs
         return got
 

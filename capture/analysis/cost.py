@@ -3,7 +3,8 @@
 :class:`LayerCosts` sums the nodes' FLOPs and unfused bytes over the group tree (every
 module, function, scope and body group; an unexecuted body's sums are one iteration or one
 branch, as traced, and stay out of its ancestors', whose boundary node carries the
-estimate), counts what no rule counted (never as zero: a group says how many of its ops
+estimate; a shard_map body's, executed, are one device's, its boundary node carrying them
+times its devices), counts what no rule counted (never as zero: a group says how many of its ops
 are uncounted, and the capture lists them by op name), and works out memory:
 
 * **parameters**: the bytes of the parameters (JAX variables) a group uses;
@@ -26,6 +27,7 @@ Only the standard library and :mod:`capture` are imported (docs/architecture.md'
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Any, Callable
 
 from capture import units
@@ -34,6 +36,7 @@ from capture.graph import gc_pause
 from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
 
+from .body_templates import template_bodies
 from .index import ROOT
 from .names import group_title
 from .types import CostTotals, ExecutedTotals, GroupCost, ParamCounts, UncountedOp
@@ -103,8 +106,10 @@ class LayerCosts:
     Arrays are indexed by group slot ``g + 1`` (slot 0: the whole executed program), as
     :class:`~capture.analysis.index.GraphIndex`'s are."""
 
-    def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts]) -> None:
+    def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts],
+                 templates: Collection[int] | None = None) -> None:
         self.capture, self.index = capture, index
+        self._templates = templates  # the template body groups (Analysis.templates), else made here
         self.params_of = params_of
         self.cost = capture.cost
         self._lock = threading.Lock()
@@ -128,7 +133,10 @@ class LayerCosts:
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
         self._by_kind: list[dict[str, int]] | None = None  # FLOPs by kind per group slot, on first use
-        self.in_body = [False] * (ng + 1)
+        self.in_body = [False] * (ng + 1)  # inside any body (its sums stay out of its ancestors')
+        # inside a template (one iteration or branch as traced, not executed): not a shard_map
+        # body, which every device runs (body_templates.template_bodies)
+        self.template = [False] * (ng + 1)
         if self.cost is None:
             return
         self._sums()
@@ -208,8 +216,12 @@ class LayerCosts:
         self._up([F, R, W, U])
         self._up([self.estimate], lambda a, b: a or b)
         ix = self.index
+        templates = self._templates
+        if templates is None:
+            templates = template_bodies(ix, self.capture.groups) if ix.body_node else set()
         for g in range(len(self.capture.groups)):
             self.in_body[g + 1] = ix.top[g] in ix.body_node
+            self.template[g + 1] = ix.top[g] in templates
 
     # ------------------------------------------------------------------ FLOPs by kind
 
@@ -548,8 +560,8 @@ class LayerCosts:
             out["estimate"] = True
         if self.saved[s]:
             out["saved_for_backward"] = int(self.saved[s])
-        if s and self.in_body[s]:
-            out["template"] = True  # one iteration / one branch, as traced
+        if s and self.template[s]:
+            out["template"] = True  # one iteration / one branch, as traced (a shard_map body's: per device)
         if self.by_kind[s]:
             out["flops_by_kind"] = _ordered_kinds(self.by_kind[s])
         return out

@@ -11,6 +11,7 @@ from capture import units
 from .cost import BACKWARD_KINDS, LayerCosts, _add, _ordered_kinds
 from .index import ROOT
 from .names import group_title, run_label
+from .scope import devices_running
 from .types import LayerRow, ParamCounts
 
 if TYPE_CHECKING:
@@ -32,8 +33,9 @@ def layer_rows(analysis: Analysis, depth: int | None = None, device: Any = None,
     each a group or a *stack* of consecutive identical groups (a run of blocks with the
     same structure, as the viewer folds them: GPT-2's ``h.0 … h.11``), whose figures are
     the run's sums with ``per_block`` the first repetition's; below a stack, the rows of
-    its first repetition (``per_block: True``). Body groups (unexecuted control-flow
-    templates) are listed under the group of their boundary node, marked ``template``."""
+    its first repetition (``per_block: True``). Body groups are listed under the group of
+    their boundary node, unexecuted control-flow templates marked ``template`` (a
+    shard_map body, executed per device, is not; its ``share`` is its FLOPs × its devices)."""
     table = _LayerTable(analysis, depth, device, all_groups)
     table.walk(ROOT, 1, False)
     return table.rows
@@ -91,7 +93,7 @@ class _LayerTable:
 
     def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> LayerRow:
         """One row (built in the order its keys are printed; typed as :class:`LayerRow`)."""
-        costs, groups, analysis, times, total, backward = self.costs, self.groups, self.analysis, self.times, self.total, self.backward
+        costs, groups, analysis, times, backward = self.costs, self.groups, self.analysis, self.times, self.backward
         device = self.device
         first = gs[0]
         grp = groups[first]
@@ -122,14 +124,14 @@ class _LayerTable:
                 _add(kinds, costs.by_kind[s])
             if kinds:
                 r["flops_by_kind"] = _ordered_kinds(kinds)
-            r["share"] = r["flops"] / total if not costs.in_body[slots[0]] else None
+            r["share"] = self.share(r["flops"], first, slots[0])
             saved = sum(costs.saved[s] for s in slots)
             if saved:
                 r["saved_for_backward"] = int(saved)
             if times is not None:
                 r["time"] = sum(times[s] for s in slots)
                 r["bound"] = costs.bound(device, slots[0])
-        if costs.in_body[slots[0]]:
+        if costs.template[slots[0]]:  # not a shard_map body: every device runs it (per device)
             attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
             r["template"] = attrs.get("role") or "body"
             if "iterations" in attrs:
@@ -150,6 +152,18 @@ class _LayerTable:
                 if times is not None:
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)
         return cast(LayerRow, r)
+
+    def share(self, flops: int, g: int, slot: int) -> float | None:
+        """Of the program's FLOPs: None for a template (one iteration or branch, as traced);
+        a shard_map body's (one device's) times the devices running it, its global figure
+        (as its boundary node's), None when that count is not known."""
+        costs = self.costs
+        if costs.template[slot]:
+            return None
+        if not costs.in_body[slot]:
+            return flops / self.total
+        devices = devices_running(self.analysis.capture, g)
+        return flops * devices / self.total if devices is not None else None
 
     def walk(self, g: int, level: int, per_block: bool) -> None:
         costs, structure, depth, rows = self.costs, self.structure, self.depth, self.rows

@@ -20,7 +20,9 @@ its own: ``x = self.drop(a + b)`` ran once.
 
 Library frames (``Frame.library``) are not indexed: a hint belongs in the user's code.
 Lines inside unexecuted control-flow bodies (JAX ``scan``/``while``/``cond`` templates)
-are indexed with ``traced_body`` set: their shapes are one iteration's, never run.
+are indexed with ``traced_body`` set: their shapes are one iteration's, never run. A
+``shard_map`` body is no template: every device runs it, so its lines are calls that ran
+(their FLOPs per device, ``capture.analysis.scope``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from capture import units
 
+from .body_templates import template_bodies
 from .errors import NotFound
 from .rank_flops import rank_flops
 
@@ -316,12 +319,13 @@ def _finish(call: LineCall, in_off: Sequence[int], in_ref: Sequence[int], out_of
 
 
 def _bodies_holding(analysis: "Analysis") -> dict[int, int]:
-    """For every group that is an unexecuted body or lies inside one, the innermost body."""
-    bodies = analysis.index.body_node
+    """For every group that is an unexecuted body or lies inside one, the innermost body.
+    A ``shard_map`` body is none (every device runs it): its lines ran, per device."""
     out: dict[int, int] = {}
-    if not bodies:
+    if not analysis.index.body_node:
         return out
     groups = analysis.capture.groups
+    bodies = template_bodies(analysis.index, groups)
     for g in range(len(groups)):
         x: int | None = g
         chain = []

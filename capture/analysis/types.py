@@ -124,6 +124,9 @@ class CostTotals(TypedDict):
     active_flops: NotRequired[int]
     #: A split Torch program: the FLOPs one rank computes (``capture.analysis.rank_flops``).
     flops_per_rank: NotRequired[int]
+    #: A JAX program split across devices: ``global`` (a per-device row's share is its FLOPs
+    #: × its devices of it).
+    flops_scope: NotRequired[str]
 
 
 class StackPerBlock(TypedDict):

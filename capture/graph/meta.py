@@ -159,10 +159,11 @@ class Bodies(TypedDict, total=False):
     (:mod:`capture.jax.control_flow`)."""
     converted: int
     closed: int
-    template_nodes: int  # nodes inside templates (bodies that describe, not executed)
+    template_nodes: int  # nodes inside templates (bodies that describe, not executed); no shard_map body's
     note: str
     wiring: str
     shard_map: int  # of the converted: shard_map bodies
+    shard_map_nodes: int  # nodes of shard_map bodies outside templates: every device runs them
     opaque_primitives: dict[str, int]  # opaque primitives inside templates
     closed_reasons: dict[str, int]
     closed_without_group: list[ClosedWithoutGroup]

@@ -47,6 +47,10 @@ def innermost_bodies(groups: list, body_kind: str = BODY) -> list[int]:
     return out
 
 
+#: A ``shard_map``'s body: the program every device of its mesh runs once, on its own shard.
+SHARD_MAP_ROLE = "shard_map body"
+
+
 def bodies(capture: Capture) -> tuple[dict[int, list[int]], dict[int, list[int]], list[int]]:
     """``(boundary node -> its body groups, body group -> the nodes directly in it, per node its
     innermost body group or -1)``."""
@@ -90,8 +94,10 @@ def boundary_figures(capture: Capture, column: list[int], loops_once: bool = Fal
 
 
 def flops_total(capture: Capture, loops_once: bool = False) -> int | None:
-    """One device's FLOPs over the executed program (outside unexecuted bodies: their
-    boundaries count them); None without a per-device column. ``loops_once``: a loop's body
+    """One device's FLOPs over the executed program, each body's nodes counted once, by its
+    boundary (:func:`boundary_figures`): a ``shard_map`` body (executed: every device runs it)
+    as its node's figure, a loop or branch template as its trip count or largest branch
+    gives; None without a per-device column. ``loops_once``: a loop's body
     counted once, as XLA's ``cost_analysis()`` counts a ``while`` (its trip count not applied),
     to set the two side by side."""
     cost = capture.cost

@@ -45,6 +45,7 @@ from typing import Any
 from ..graph.sharding import collective_record
 from ..units import dtype_bits
 from .collective_axes import mesh_axes, operand_bytes
+from .hlo_text import DTYPE, FRAME_ID, LINE_HEAD, OP_NAME, SOURCE, Frames, dims, frames_table, metadata, operand_ref
 
 #: What ``Capture.compiled`` holds, in words (``compiled["note"]``).
 NOTE = ("the captured program compiled by XLA for the capture's devices (simulated on the CPU when the recipe's "
@@ -61,12 +62,7 @@ _AS_PRIMITIVE = {"all-reduce": "all_reduce", "all-gather": "all_gather", "reduce
 MAX_COLLECTIVES = 20_000
 MAX_TEXT = 240
 
-_INSTR = re.compile(
-    r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<type>.*?)\s+"
-    r"(?P<op>" + "|".join(HLO_COLLECTIVES) + r")(?P<start>-start)?\(")
-_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
-_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
-_SOURCE = re.compile(r'source_file="((?:[^"\\]|\\.)*)"\s+source_line=(\d+)')
+_INSTR = re.compile(LINE_HEAD + r"(?P<type>.*?)\s+(?P<op>" + "|".join(HLO_COLLECTIVES) + r")(?P<start>-start)?\(")
 _GROUPS = re.compile(r"replica_groups=(\{(?:\{[\d,]*\},?)*\}|\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?"
                      r"|mesh\[[^\]]*\]\s*\{[^}]*\})")
 _PAIRS = re.compile(r"source_target_pairs=(\{(?:\{\d+,\d+\},?)*\})")
@@ -240,7 +236,7 @@ def read_compiled(compiled: Any, per_device: bool = False) -> dict[str, Any]:
     took["analyses"] = time.perf_counter() - t - took["text"]
     m = re.search(r"num_partitions=(\d+)", text[:text.find("\n") + 1 or 4000] or text[:4000])
     out["partitions"] = int(m.group(1)) if m else 1
-    frames = _frames_table(text)
+    frames = frames_table(text)
     out["collectives"] = parse_collectives(text, frames)
     took["parse"] = time.perf_counter() - t - took["text"] - took["analyses"]
     if per_device:  # the shape each device computes per instruction (capture.jax.per_device)
@@ -252,7 +248,7 @@ def read_compiled(compiled: Any, per_device: bool = False) -> dict[str, Any]:
     return out
 
 
-def _instruction_flops(compiled: Any, text: str, frames: dict[int, list[tuple[str, int]]]) -> dict[str, Any] | None:
+def _instruction_flops(compiled: Any, text: str, frames: Frames) -> dict[str, Any] | None:
     """XLA's own FLOPs per instruction (:mod:`capture.jax.xla_flops`); None where the platform's
     cost analysis cannot be reached."""
     from .xla_flops import instruction_flops, platform_cost
@@ -301,57 +297,10 @@ def _memory(compiled: Any) -> dict[str, int] | None:
     return out
 
 
-def _frames_table(text: str) -> dict[int, list[tuple[str, int]]]:
-    """``stack_frame_id`` -> ``[(file, line), …]``, innermost first, from the module's
-    ``FileNames`` / ``FileLocations`` / ``StackFrames`` tables."""
-    head = text.split("\nENTRY", 1)[0]
-    files: dict[int, str] = {}
-    locs: dict[int, tuple[int, int]] = {}
-    frames: dict[int, tuple[int, int]] = {}
-    section = ""
-    for line in head.splitlines()[:200_000]:
-        s = line.strip()
-        if s in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
-            section = s
-            continue
-        if not s or s.startswith("%") or s.startswith("HloModule"):
-            if s.startswith("%"):
-                break
-            continue
-        num, _, rest = s.partition(" ")
-        if not num.isdigit():
-            continue
-        k = int(num)
-        if section == "FileNames":
-            files[k] = rest.strip().strip('"')
-        elif section == "FileLocations":
-            f, ln = re.search(r"file_name_id=(\d+)", rest), re.search(r"\bline=(\d+)", rest)
-            if f and ln:
-                locs[k] = (int(f.group(1)), int(ln.group(1)))
-        elif section == "StackFrames":
-            loc, parent = re.search(r"file_location_id=(\d+)", rest), re.search(r"parent_frame_id=(\d+)", rest)
-            if loc:
-                frames[k] = (int(loc.group(1)), int(parent.group(1)) if parent else 0)
-    out: dict[int, list[tuple[str, int]]] = {}
-    for k in frames:
-        chain: list[tuple[str, int]] = []
-        seen: set[int] = set()
-        cur = k
-        while cur in frames and cur not in seen and len(chain) < 64:
-            seen.add(cur)
-            loc_id, parent_id = frames[cur]
-            if loc_id in locs:
-                file_id, line_no = locs[loc_id]
-                chain.append((files.get(file_id, ""), line_no))
-            cur = parent_id
-        out[k] = chain
-    return out
-
-
-def parse_collectives(text: str, frames: dict[int, list[tuple[str, int]]] | None = None) -> list[dict[str, Any]]:
+def parse_collectives(text: str, frames: Frames | None = None) -> list[dict[str, Any]]:
     """Every collective instruction of an HLO module's text (a ``-done`` is the same
     collective as its ``-start``: not counted again)."""
-    frames = _frames_table(text) if frames is None else frames
+    frames = frames_table(text) if frames is None else frames
     out: list[dict[str, Any]] = []
     for line in text.splitlines():
         if "all-" not in line and "collective-" not in line and "reduce-scatter" not in line:
@@ -367,11 +316,11 @@ def parse_collectives(text: str, frames: dict[int, list[tuple[str, int]]] | None
             record["groups"] = groups
         result_bytes = _result_bytes(m.group("type"), op, bool(m.group("start")))
         record["result_bytes"] = result_bytes
-        name = _OP_NAME.search(line)
+        name = OP_NAME.search(line)
         if name:
             record["op_name"] = name.group(1)[:1000]
-        fid = _FRAME_ID.search(line)
-        src = _SOURCE.search(line)
+        fid = FRAME_ID.search(line)
+        src = SOURCE.search(line)
         if fid and int(fid.group(1)) in frames:
             record["frames"] = frames[int(fid.group(1))]
         elif src:
@@ -389,7 +338,7 @@ MAX_INSTRUCTIONS = 400_000
 #: How long costing the compiled instructions one by one may take (capture.jax.xla_flops):
 #: past it the per-device FLOPs are TensorViz's own rule at the compiled shapes.
 XLA_FLOPS_SECONDS = 10.0
-_ANY_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<dtype>[a-z]+\d*(?:e\d+m\d+\w*)?)"
+_ANY_LINE = re.compile(LINE_HEAD + r"(?P<dtype>" + DTYPE + r")"
                        r"\[(?P<dims>[\d,]*)\](?:\{[^}]*\})?\s+(?P<op>[\w\-]+)\((?P<args>[^)]*)\)")
 _CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
 # Instructions whose shape says nothing of an equation's result (structure and bookkeeping).
@@ -402,11 +351,7 @@ _NOT_WORK = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "w
                        "collective-broadcast", "ragged-all-to-all", "async-start", "async-done"})
 
 
-def _dims(text: str) -> list[int]:
-    return [int(d) for d in text.split(",") if d]
-
-
-def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[dict[str, Any]]:
+def instructions(text: str, frames: Frames) -> list[dict[str, Any]]:
     """Every instruction of the compiled module with an array result and an ``op_name``:
     ``{"shape", "op", "op_name", "frames", "k"}`` (``k``: a dot's contracted elements per
     device, from its left operand's shape: instruction names are unique in a module)."""
@@ -417,27 +362,26 @@ def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[di
         m = _ANY_LINE.match(line)
         if m is None:
             continue
-        dims = _dims(m.group("dims"))
-        dims_of[m.group("name")] = dims
+        shape = dims(m.group("dims"))
+        dims_of[m.group("name")] = shape
         if m.group("op") in _NOT_WORK or "op_name=" not in line or len(out) >= MAX_INSTRUCTIONS:
             continue
-        name = _OP_NAME.search(line)
-        if name is None or "/" not in name.group(1):
+        meta = metadata(line)
+        if meta is None:
             continue
-        rec: dict[str, Any] = {"shape": dims, "op": m.group("op"), "op_name": name.group(1)}
-        fid = _FRAME_ID.search(line)
-        if fid and int(fid.group(1)) in frames:
-            rec["frames"] = frames[int(fid.group(1))]
+        rec: dict[str, Any] = {"shape": shape, "op": m.group("op"), "op_name": meta[0]}
+        if meta[1] in frames:
+            rec["frames"] = frames[meta[1]]
         if m.group("op") == "dot":
             contract = _CONTRACT.search(line)
-            lhs = m.group("args").split(",")[0].strip().split(" ")[-1].lstrip("%")
+            lhs = operand_ref(m.group("args").split(",")[0])
             if contract and lhs:
-                dots.append((rec, lhs, _dims(contract.group(1))))
+                dots.append((rec, lhs, dims(contract.group(1))))
         out.append(rec)
     for rec, lhs, axes in dots:
-        shape = dims_of.get(lhs)
-        if shape is not None and all(d < len(shape) for d in axes):
-            rec["k"] = math.prod(shape[d] for d in axes)
+        lhs_shape = dims_of.get(lhs)
+        if lhs_shape is not None and all(d < len(lhs_shape) for d in axes):
+            rec["k"] = math.prod(lhs_shape[d] for d in axes)
     return out
 
 
@@ -501,11 +445,11 @@ def _iota_groups(text: str) -> list[list[int]] | None:
 def _arrays(type_text: str) -> list[int]:
     """The bytes of each array of an HLO result type (a tuple's elements in order)."""
     out = []
-    for dtype, dims in _ARRAY.findall(type_text):
+    for dtype, shape in _ARRAY.findall(type_text):
         bits = dtype_bits(_HLO_DTYPES.get(dtype, dtype))
         if bits is None:
             continue
-        n = math.prod(int(d) for d in dims.split(",") if d) if dims else 1
+        n = math.prod(dims(shape))
         out.append((n * bits + 7) // 8)
     return out
 

@@ -16,15 +16,20 @@ and a ``conditional`` as its largest branch; the capture's boundaries do the sam
 figures put on their bodies' nodes (:func:`capture.graph.per_device.boundary_figures`).
 
 Identical instructions (the same opcode, shapes and attributes) are costed once. Nothing
-here re-implements a cost rule: each figure is XLA's.
+here re-implements a cost rule: each figure is XLA's. The HLO text is read with
+:mod:`capture.jax.hlo_text` (as :mod:`capture.jax.compiled` reads it).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
+
+from .hlo_text import ARRAY_DIMS, Frames, computations, dims, metadata, parse_instruction
+from .hlo_text import operand_ref as _ref
+from .hlo_text import split_top as _split_top
 
 #: Instructions whose cost is that of the computations they call (costed one by one).
 _CONTAINER_ATTRS = re.compile(r"\b(?:calls|body|condition|branch_computations|true_computation|false_computation)=")
@@ -37,127 +42,15 @@ _BRANCHES = re.compile(r"\bbranch_computations=\{([^}]*)\}")
 #: Results without work (XLA's analysis gives them no FLOPs): not costed.
 _NO_WORK = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all",
                       "partition-id", "replica-id", "opt-barrier", "add-dependency"})
-_HEAD = re.compile(r"^(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*\))?\s*(?:->.*)?\{\s*$")
-_START = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*")
-_OP = re.compile(r"[\w\-]+")
-_DIMS = re.compile(r"[a-z]+\d*(?:e\d+m\d+\w*)?\[([\d,]*)\]")
-_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
-_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
 #: Attributes that name other instructions or only describe: dropped from the costed copy.
 _DROP = ("metadata=", "control-predecessors=", "sharding=", "frontend_attributes=", "statistics=")
-
-
-_SPECIAL = re.compile(r'[()\[\]{},"\\]')
-_CLOSE = {"(": ")", "{": "}", "[": "]"}
-
-
-def _unquoted(s: str, i: int) -> Iterator[re.Match[str]]:
-    """The brackets and commas of ``s`` from ``i`` on, outside quoted strings."""
-    quoted = escaped = False
-    for m in _SPECIAL.finditer(s, i):
-        c = m.group(0)
-        if escaped:
-            escaped = False
-        elif quoted:
-            escaped, quoted = c == "\\", c != '"'
-        elif c == '"':
-            quoted = True
-        else:
-            yield m
-
-
-def _balanced(s: str, i: int) -> int:
-    """The index after the bracket group opening at ``s[i]``."""
-    stack = [_CLOSE[s[i]]]
-    for m in _unquoted(s, i + 1):
-        c = m.group(0)
-        if c in _CLOSE:
-            stack.append(_CLOSE[c])
-        elif c == stack[-1]:
-            stack.pop()
-            if not stack:
-                return m.end()
-    return len(s)
-
-
-def parse_instruction(line: str) -> dict[str, Any] | None:
-    """``{"name", "type", "op", "operands", "attrs"}`` of one HLO instruction line; None for
-    anything else. ``attrs``: the text after the operands (``, dimensions={0}, …``)."""
-    m = _START.match(line)
-    if m is None:
-        return None
-    i = m.end()
-    if i >= len(line):
-        return None
-    if line[i] == "(":
-        j = _balanced(line, i)
-    else:
-        j = i
-        while j < len(line) and not line[j].isspace():
-            j = _balanced(line, j) if line[j] in "{[" else j + 1
-    type_text = line[i:j]
-    op = _OP.match(line, j + 1 if j < len(line) and line[j] == " " else j)
-    if op is None or op.end() >= len(line) or line[op.end()] != "(":
-        return None
-    k = _balanced(line, op.end())
-    inner = line[op.end() + 1:k - 1]
-    return {"name": m.group("name"), "type": type_text, "op": op.group(0), "operands": _split_top(inner),
-            "attrs": line[k:]}
-
-
-def _split_top(text: str) -> list[str]:
-    """Comma-separated items at the top bracket level (outside quotes)."""
-    if not any(c in text for c in '([{"'):
-        return [t.strip() for t in text.split(",") if t.strip()]
-    out, depth, start = [], 0, 0
-    for m in _unquoted(text, 0):
-        c = m.group(0)
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:m.start()].strip())
-            start = m.end()
-    out.append(text[start:].strip())
-    return [t for t in out if t]
-
-
-_COMMENT = re.compile(r"/\*.*?\*/")
 _METADATA = re.compile(r',\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
-
-
-def _ref(operand: str) -> str:
-    """The instruction an operand names (``f32[8] %a``, ``/*index=5*/%a``: ``a``)."""
-    return _COMMENT.sub("", operand).strip().split(" ")[-1].lstrip("%")
 
 
 def _attrs_kept(attrs: str) -> str:
     """The attributes without those that name other instructions or only describe."""
     items = _split_top(attrs.lstrip(", ").rstrip())
     return "".join(", " + a for a in items if a and not a.startswith(_DROP))
-
-
-def computations(text: str) -> tuple[dict[str, list[str]], str | None]:
-    """``(computation name -> its lines with the header and closing brace, the entry's name)``."""
-    out: dict[str, list[str]] = {}
-    entry = None
-    cur: list[str] | None = None
-    for line in text.splitlines():
-        if cur is None:
-            s = line.strip()
-            if s.endswith("{") and (s.startswith("%") or s.startswith("ENTRY")):
-                m = _HEAD.match(s)
-                if m:
-                    cur = out.setdefault(m.group("name"), [])
-                    cur.append(line)
-                    if s.startswith("ENTRY"):
-                        entry = m.group("name")
-            continue
-        cur.append(line)
-        if line.strip() == "}":
-            cur = None
-    return out, entry
 
 
 def _applied(text: str) -> set[str]:
@@ -207,16 +100,6 @@ def _signature(ins: dict[str, Any], types: dict[str, str]) -> tuple:
 Cost = Callable[[str], float]
 
 
-def _metadata(attrs: str) -> tuple[str, int] | None:
-    """``(op_name, stack_frame_id or -1)``; None without an equation's name (none, or one XLA
-    gave: ``broadcast.23``)."""
-    name = _OP_NAME.search(attrs) if "op_name=" in attrs else None
-    if name is None or "/" not in name.group(1):
-        return None
-    fid = _FRAME_ID.search(attrs)
-    return name.group(1), int(fid.group(1)) if fid else -1
-
-
 Meta = tuple[str, int]
 
 
@@ -243,7 +126,7 @@ class _Computation:
                 if line.lstrip().startswith("ROOT"):
                     self.root = p["name"]
         self.types = {p["name"]: p["type"] for p in self.parsed}
-        self.meta: dict[str, Meta | None] = {p["name"]: _metadata(p["attrs"]) for p in self.parsed}
+        self.meta: dict[str, Meta | None] = {p["name"]: metadata(p["attrs"]) for p in self.parsed}
         self.reads = {p["name"]: [_ref(o) for o in p["operands"]] for p in self.parsed}
         self.users: dict[str, list[str]] = {}
         for p in self.parsed:
@@ -322,11 +205,11 @@ def _costed(p: dict[str, Any]) -> bool:
 
 
 def _record(p: dict[str, Any], f: float, cname: str, meta: tuple[str, int] | None, inherited: bool,
-            frames: dict[int, list[tuple[str, int]]] | None) -> dict[str, Any]:
+            frames: Frames | None) -> dict[str, Any]:
     rec: dict[str, Any] = {"op": p["op"], "flops": f, "name": p["name"], "computation": cname}
-    dims = _DIMS.match(p["type"])
-    if dims:
-        rec["shape"] = [int(d) for d in dims.group(1).split(",") if d]
+    array = ARRAY_DIMS.match(p["type"])
+    if array:
+        rec["shape"] = dims(array.group(1))
     if meta is not None:
         rec["op_name"] = meta[0]
         if inherited:
@@ -336,7 +219,7 @@ def _record(p: dict[str, Any], f: float, cname: str, meta: tuple[str, int] | Non
     return rec
 
 
-def instruction_flops(text: str, cost: Cost, frames: dict[int, list[tuple[str, int]]] | None = None,
+def instruction_flops(text: str, cost: Cost, frames: Frames | None = None,
                       seconds: float = 20.0) -> dict[str, Any]:
     """XLA's FLOPs (its ``flops`` + ``transcendentals``) of every instruction of the compiled
     module ``text`` that computes any: ``{"instructions": [{"op", "op_name", "frames", "shape",
@@ -349,7 +232,7 @@ def instruction_flops(text: str, cost: Cost, frames: dict[int, list[tuple[str, i
     lines_of, entry = computations(text)
     applied = _applied(text)
     comps = {name: _Computation(lines) for name, lines in lines_of.items() if name not in applied}
-    metadata = _Metadata(comps)
+    nearest = _Metadata(comps)
     out: list[dict[str, Any]] = []
     cache: dict[tuple, float] = {}
     failed: dict[str, int] = {}
@@ -369,8 +252,8 @@ def instruction_flops(text: str, cost: Cost, frames: dict[int, list[tuple[str, i
                     continue
                 cache[key] = f
             if f > 0:
-                inherited = _metadata(p["attrs"]) is None
-                meta = metadata.of(cname, p["name"])
+                inherited = metadata(p["attrs"]) is None
+                meta = nearest.of(cname, p["name"])
                 out.append(_record(p, f, cname, meta, inherited, frames))
     return {"instructions": out, "total": sum(r["flops"] for r in out),
             "complete": entry is not None and not failed, "failed": failed}

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..graph.model import Capture
-from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, register_child, release_worker
+from ..worker.procs import MARKER_ENV, LogPump, capture_child, kill_worker_tree, register_child, release_worker
 from ..worker.protocol import (
     FINAL_KINDS,
     MAX_CONTROL_FRAME,
@@ -515,12 +515,15 @@ class Lease:
 
     def kill_group(self) -> None:
         self.killed = True
+        # The child's pid, also when its "forked" message is still unread (a deadline or a
+        # cancellation right after the fork): its group is the capture's own, no escape.
+        child = self.child_pid or capture_child(self.r.pid)
         # The resident first, with the child's group in the same sweep: a resident that
         # saw its child die would clear the child's strays itself, unreported.
-        self.r.kill((self.child_pid,) if self.child_pid else ())
-        if self.child_pid:
+        self.r.kill((child,) if child else ())
+        if child:
             try:
-                os.killpg(self.child_pid, signal.SIGKILL)
+                os.killpg(child, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         self.escaped = self.escaped + [e for e in self.r.escaped if e not in self.escaped]

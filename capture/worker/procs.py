@@ -284,6 +284,25 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
+def capture_child(resident: int) -> int | None:
+    """The warm ``resident``'s capture child (:mod:`.zygote`): its oldest child that leads
+    a process group of its own in the resident's session (the child does ``setpgid(0, 0)``
+    first thing). Younger children of the resident are orphans of the capture's tree (the
+    resident is their subreaper), started after the child. None when it has none."""
+    me = _stat(resident)
+    if me is None:
+        return None
+    best: tuple[int, int] | None = None
+    for pid in _children_of(resident):
+        st = _stat(pid)
+        start = _start_time(pid)
+        if st is None or start is None or st[1] != pid or st[2] != me[2]:
+            continue
+        if best is None or (start, pid) < best:
+            best = (start, pid)
+    return best[1] if best else None
+
+
 def _adopted_children() -> list[int]:
     """This process's children that an orphan may be (zombies too): the kernel hands an
     orphan to its subreaper's first live thread, the leader (this process's main thread,
@@ -373,7 +392,8 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
     and remembered, so a process that forks and exits faster than a scan (its children
     orphaned, without the marker) is still found by its session. Returns the ones that
     had left the worker's process groups (``root`` and ``own_groups``: escaped), as
-    ``{pid, session, command}``."""
+    ``{pid, session, command}``: never a process of those groups, not even one adopted
+    here while it exits, nor one whose state can no longer be read."""
     escaped: dict[int, EscapedProcess] = {}
     groups = {root, *own_groups}
     ours = {os.getsid(0), os.getpgrp()}  # this process's own session and group never
@@ -397,12 +417,12 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
                     pass
         if not live:
             # The scan read /proc once; a hopper adopted meanwhile is found by the chase.
-            if since is None or not _chase_adopted(since, marker, others, escaped, deadline):
+            if since is None or not _chase_adopted(since, marker, others, escaped, deadline, groups):
                 break
             continue
         _kill_found(live, groups, ours, sessions, escaped)
         if since is not None:
-            adopted_killed |= _chase_adopted(since, marker, others, escaped, deadline)
+            adopted_killed |= _chase_adopted(since, marker, others, escaped, deadline, groups)
         if time.monotonic() >= deadline:
             break
         time.sleep(0.005)
@@ -435,18 +455,22 @@ def _kill_found(live: dict[int, tuple[int, int, int]], groups: set[int], ours: s
 
 
 def _chase_adopted(since: int, marker: str | None, others: set[int], escaped: dict[int, EscapedProcess],
-                   deadline: float) -> set[int]:
-    """Kill this process's orphans adopted since ``since`` (see ``_chase``)."""
-    return _chase(lambda: _adopted(since, marker, others), escaped, deadline)
+                   deadline: float, groups: Collection[int]) -> set[int]:
+    """Kill this process's orphans adopted since ``since`` (see ``_chase``). An orphan of
+    the worker's own ``groups`` is no escape: the worker's keeper, killed with its group,
+    may die before the worker (or the warm resident) does, which is then adopted here,
+    still exiting."""
+    return _chase(lambda: _adopted(since, marker, others), escaped, deadline, groups)
 
 
 def _chase(children: Callable[[], list[int]], escaped: dict[int, EscapedProcess], deadline: float,
-           group: int | None = None) -> set[int]:
+           groups: Collection[int] = ()) -> set[int]:
     """Kill this process's ``children()`` (adopted orphans, read again each turn) in a
     tight loop until a read finds none, alive or dead: a fork-hopper's next process is
     adopted the moment the previous one exits, and is killed before it forks again.
-    Those alive outside process ``group`` are ``escaped``. Returns the processes seen
-    (killed or reaped)."""
+    Those alive outside the worker's process ``groups`` are ``escaped`` (one whose state
+    cannot be read, a zombie by now, is not: nothing says where it was). Returns the
+    processes seen (killed or reaped)."""
     killed: set[int] = set()
     while time.monotonic() < deadline:
         alive = []
@@ -466,8 +490,8 @@ def _chase(children: Callable[[], list[int]], escaped: dict[int, EscapedProcess]
         for pid in alive:
             if pid not in escaped:
                 st = _stat(pid)
-                if st is None or st[1] != group:
-                    escaped[pid] = _escaped(pid, st[2] if st else -1)
+                if st is not None and st[1] not in groups:
+                    escaped[pid] = _escaped(pid, st[2])
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -478,8 +502,9 @@ def _chase(children: Callable[[], list[int]], escaped: dict[int, EscapedProcess]
 
 def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     """Kill every descendant of this process; report those outside process group
-    ``exclude`` (the capture child's, killed already): the warm worker's strays after
-    its capture child exited. A subreaper sees them all: a scan of /proc for its
+    ``exclude`` (the capture child's, killed already) and this process's own group (a
+    fork of this process's, never the capture's): the warm worker's strays after its
+    capture child exited. A subreaper sees them all: a scan of /proc for its
     descendants, and a chase of its own children (the capture child ``exclude``, a zombie
     its caller reaps, aside), which a process that forks and exits faster than a scan
     cannot outrun (a hop read as a zombie while its successor was not yet listed ended
@@ -487,6 +512,7 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     me = os.getpid()
     escaped: dict[int, EscapedProcess] = {}
     deadline = time.monotonic() + KILL_SCAN_SECONDS
+    own = {os.getpgrp()} | ({exclude} if exclude is not None else set())
 
     def strays() -> list[int]:
         return [pid for pid in _adopted_children() if pid != exclude]
@@ -502,17 +528,17 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
                     found.add(pid)
                     changed = True
         if not found:
-            if not _chase(strays, escaped, deadline, exclude):
+            if not _chase(strays, escaped, deadline, own):
                 break
             continue
         for pid in found:
-            if table[pid][1] != exclude:  # not of the excluded (already killed) group
+            if table[pid][1] not in own:  # not of the excluded (already killed) group, nor this one's
                 escaped.setdefault(pid, _escaped(pid, table[pid][2]))
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        _chase(strays, escaped, deadline, exclude)
+        _chase(strays, escaped, deadline, own)
         time.sleep(0.01)
     return sorted(escaped.values(), key=lambda e: e["pid"])
 

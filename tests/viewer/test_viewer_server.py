@@ -551,6 +551,60 @@ def test_add_capture_warm_builds_in_the_background_and_requests_share_it(static,
         assert gated_index.builds == [f"tensorviz-warm-{cid}", f"tensorviz-warm-{cid2}"]
 
 
+def test_the_summary_is_answered_while_the_warm_up_still_makes_the_pages(static, monkeypatch):
+    """The page's first question (``api/capture``) is answered as soon as the warm-up has
+    the projection and its summary, not after the first view's pages (on a 100k-op
+    capture those are most of the warm-up); a page's request meanwhile waits for the
+    warm-up's pages rather than making them again. While the warm-up runs, request
+    threads get the GIL within half a millisecond; the switch interval is restored after."""
+    import sys
+
+    from viewer.projection.projection import Projection
+    import viewer.server.served as served
+
+    pages_gate, preparing = threading.Event(), threading.Event()
+    intervals: list[float] = []
+    real_prepare = Projection.prepare
+
+    def gated_prepare(self):
+        intervals.append(sys.getswitchinterval())
+        preparing.set()
+        assert pages_gate.wait(30), "the test never let the warm-up finish"
+        real_prepare(self)
+
+    monkeypatch.setattr(Projection, "prepare", gated_prepare)
+    before = sys.getswitchinterval()
+    with ViewerServer(static_dir=static) as s:
+        cid = s.add_capture(synthetic_capture(2000), "summary first", warm=True)
+        assert preparing.wait(30)
+        c = Client(s)
+        summary = c.json(f"api/capture?capture={cid}")  # answered with the pages still held at the gate
+        assert summary["id"] == cid and summary["counts"]["nodes"] == 2000 and not s._entry(str(cid)).first_pages
+        seen: list[dict] = []
+        page = threading.Thread(target=lambda: seen.append(c.json(f"api/children?group=-1&capture={cid}")))
+        page.start()
+        page.join(0.2)
+        assert not seen, "a page waits for the warm-up's pages"
+        pages_gate.set()
+        page.join(30)
+        assert seen and seen[0]["items"]
+        entry = s._entry(str(cid))
+        assert (ROOT, None) in entry.first_pages
+        assert summary == {**c.json(f"api/capture?capture={cid}"), "id": cid}  # the same answer after it
+        fresh = Projection(entry.capture).summary()
+        assert all(summary[k] == json.loads(json.dumps(v)) for k, v in fresh.items()), "the summary made before the pages"
+    assert intervals == [min(before, served.WARM_SWITCH_INTERVAL_S)]
+    assert sys.getswitchinterval() == before
+
+
+def test_answers_go_out_without_waiting_for_nagle():
+    """An answer's body, written after its headers, must not wait for the client's delayed
+    ACK (40 ms a request on loopback): the server's sockets are TCP_NODELAY."""
+    from viewer.server.handlers import _Handler
+
+    assert _Handler.disable_nagle_algorithm is True
+
+
 def test_the_warm_up_makes_the_pages_the_first_view_opens(static):
     """While the browser starts, the warm-up makes the pages the first view asks for in
     turn (model/first-view.js: the root, the trunk, the first chunk of a chunked trunk

@@ -90,7 +90,7 @@ class Projection:
         with gc_pause.paused():
             self.present = Presentation(capture, self.index)
         self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure,
-                               self.line_index)
+                               self.line_index, templates=self.analysis.templates)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
 
@@ -98,6 +98,11 @@ class Projection:
         """Groups a page may pair as twins: not a function card, not drawn as its one op."""
         present = self.present
         return not present.is_function_card(g) and present.single(g, False) is None
+
+    def templates(self) -> frozenset[int]:
+        """The body groups that are templates, not executed (a ``shard_map`` body is none:
+        :func:`~capture.analysis.body_templates.template_bodies`); made once, on first use."""
+        return self.analysis.templates()
 
     def line_index(self) -> LineIndex:
         """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),
@@ -256,7 +261,8 @@ class Projection:
             **({"bodies": self.pages.body_summaries(i)} if i in self.index.bodies_of else {}),
             **({"elided": True, "near": self.pages.near(i)} if i in self.present.elided else {}),
             **({"cost": self.costs().node(i)} if self.capture.cost is not None else {}),
-            **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.index.body_node else {}),
+            # inside an unexecuted body (a template): its boundary node; a shard_map body's ops ran
+            **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.templates() else {}),
         }
 
     def value(self, v: int) -> dict[str, Any]:
@@ -356,9 +362,7 @@ class Projection:
                          "effects": cov.effects},
             "counts": {"nodes": self.index.n_nodes, "values": self.index.n_values, "groups": len(cap.groups),
                        "frames": len(cap.frames), "opaque": len(self.index.cols.opaque),
-                       # nodes of unexecuted control-flow bodies, when there are any
-                       **({"template_nodes": sum(self.index.node_count[b + 1] for b in self.index.body_node)}
-                          if self.index.body_node else {})},
+                       **self._body_counts()},
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
@@ -370,6 +374,25 @@ class Projection:
             # when first asked (the first page needs none of them)
             "cost": {"available": cap.failure is None and cap.cost is not None},
         }
+
+    def _body_counts(self) -> dict[str, int]:
+        """``template_nodes``: the nodes of unexecuted bodies (control-flow templates, and
+        whatever lies inside one); ``per_device_nodes``: those of ``shard_map`` bodies, which
+        every device runs (no template); ``template_bodies`` and ``per_device_bodies``: how
+        many such bodies were converted (one left closed is neither). Each only when there
+        are any."""
+        bodies = self.index.body_node
+        if not bodies:
+            return {}
+        templates = self.templates()
+        count = self.index.node_count
+        groups = self.capture.groups
+        opened = [b for b in bodies if not (isinstance(groups[b].attrs, dict) and "closed" in groups[b].attrs)]
+        out = {"template_nodes": sum(count[b + 1] for b in bodies if b in templates),
+               "per_device_nodes": sum(count[b + 1] for b in bodies if b not in templates),
+               "template_bodies": sum(1 for b in opened if b in templates),
+               "per_device_bodies": sum(1 for b in opened if b not in templates)}
+        return {k: v for k, v in out.items() if v}
 
     def _mesh_words(self) -> dict[str, Any]:
         """The mesh legend's text, worded once here for the browser (``mesh_text``)."""
@@ -394,6 +417,8 @@ class Projection:
             ranks = rank_flops(costs)
             if ranks is not None:  # a split Torch program: what one rank computes (cards and rows say it)
                 out["flops_per_rank"] = ranks.total
+            elif self.capture.meshes and self.capture.framework == "jax":  # every figure names its scope
+                out["flops_scope"] = "global"
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
             plan = memory_plan(out, input_bytes(self.analysis))  # the cost panel's fit line per device

@@ -77,7 +77,8 @@ class Search:
     """Search over one capture's index, names, value summaries and presentation."""
 
     def __init__(self, capture: Any, index: Any, names: Any, values: Any, present: Any,
-                 structure: Callable[[], Any], lines: Callable[[], Any] | None = None) -> None:
+                 structure: Callable[[], Any], lines: Callable[[], Any] | None = None, *,
+                 templates: Callable[[], frozenset[int]]) -> None:
         self.capture, self.index, self.names, self.values = capture, index, names, values
         self.present, self.structure = present, structure
         self.lines = lines  # the line → calls index: a line's module calls, as its hint shows them
@@ -86,6 +87,14 @@ class Search:
         self._shapes_index: dict[tuple[Any, ...], list[int]] | None = None
         self._axes_index: dict[str, list[int]] | None = None
         self._class_of: dict[int, str | None] = {}
+        self.templates = templates  # the template bodies, made once per capture (Analysis.templates)
+
+    def _in_template(self, g: int) -> bool:
+        """Whether group ``g`` lies in an unexecuted body (a template; a shard_map body ran)."""
+        ix = self.index
+        if g == ROOT or ix.top[g] not in ix.body_node:
+            return False
+        return ix.top[g] in self.templates()
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, *, op: str | None = None, cls: str | None = None,
                shape: str | None = None, dtype: str | None = None, axis: str | None = None) -> SearchAnswer:
@@ -308,7 +317,7 @@ class Search:
         outs = ix.outputs_of(i)
         sub = ", ".join(self.values.label(v) for v in outs[:3])
         where = " · ".join(x for x in (self._container_label(g), ix.where(i)) if x)
-        if g != ROOT and ix.top[g] in ix.body_node:
+        if self._in_template(g):
             where = f"{where} · in a body, not executed".lstrip(" ·")
         out: SearchResult = {
             "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],

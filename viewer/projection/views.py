@@ -22,6 +22,7 @@ from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from capture.analysis.rank_flops import rank_flops
+from capture.analysis.scope import devices_running
 from .compiled_view import compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled
 from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
 from capture.analysis.body_templates import body_wording
@@ -117,7 +118,9 @@ class Pages:
 
     def body_summaries(self, node: int) -> list[dict[str, Any]]:
         gs = self.capture.groups
-        return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.index.bodies_of[node]]
+        templates = self.analysis.templates()
+        return [body_summary(b, gs[b].attrs, gs[b].name, b not in templates, devices_running(self.capture, b))
+                for b in self.index.bodies_of[node]]
 
     def subtree(self, group: int, max_items: int, kernels: bool, weights: bool = False) -> SubtreeAnswer:
         # One pause for the whole walk: resumed between its pages, the collector ran over
@@ -485,9 +488,7 @@ class Pages:
         d = c.of(i)
         if d.get("estimate"):
             out["estimate"] = True
-        scope = cost_scope(self.capture, self.capture.nodes[i].group)
-        if scope:
-            out["scope"] = scope
+        _scope(out, self.capture, self.capture.nodes[i].group)
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
             out.update(cast(CardCost, ranks.node_cost(i)))  # its keys are a card's
@@ -503,11 +504,9 @@ class Pages:
             out["uncounted"] = costs.uncounted[s]
         if costs.estimate[s]:
             out["estimate"] = True
-        if costs.in_body[s]:
-            out["template"] = True
-        scope = cost_scope(self.capture, g)
-        if scope:
-            out["scope"] = scope
+        if costs.template[s]:
+            out["template"] = True  # one iteration or branch, as traced (a shard_map body's: per device)
+        _scope(out, self.capture, g)
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
             out.pop("uncounted", None)
@@ -552,7 +551,8 @@ class Pages:
         if twin is not None:
             extra["twin"] = {"id": twin[0], "count": twin[1], "index": twin[2]}
         if c in ix.body_node:
-            extra["body"] = body_summary(c, attrs, grp.name)
+            extra["body"] = body_summary(c, attrs, grp.name, c not in self.analysis.templates(),
+                                         devices_running(self.capture, c))
             extra["template"] = template_line(extra["body"])
         extra.update(group_compiled(self.compiled_collectives()[1].get(c)))  # the compiler's collectives inside
         memory = attrs.get(MEMORY_KEY)
@@ -880,7 +880,25 @@ def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
     scopes = {it["cost"].get("scope") for it in items}
     if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
         out["scope"] = scopes.pop()
+        for key in ("devices", "shards"):
+            runs = {it["cost"].get(key) for it in items}
+            if len(runs) == 1 and None not in runs:
+                out[key] = runs.pop()
     return out
+
+
+def _scope(out: CardCost, capture: Capture, g: int | None) -> None:
+    """A card's FLOPs' scope on a split program (``global``, ``per device``, ``per shard``);
+    per device, also how many devices run it (``devices``), per shard (a partial-manual
+    shard_map body) how many shards of its manual axes (``shards``): its FLOPs times it is
+    its global figure, its share's numerator."""
+    scope = cost_scope(capture, g)
+    if not scope:
+        return
+    out["scope"] = scope
+    runs = devices_running(capture, g) if scope in ("per device", "per shard") else None
+    if runs is not None:
+        out["devices" if scope == "per device" else "shards"] = runs
 
 
 def _ref_key(ref: int) -> str:

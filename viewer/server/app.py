@@ -292,6 +292,7 @@ class ViewerServer:
                 log.error("building the projection of capture %s failed:\n%s", entry.id, traceback.format_exc())
 
         thread = threading.Thread(target=build, name=f"tensorviz-warm-{entry.id}", daemon=True)
+        entry.expect_warm()
         thread.start()
         return thread
 

@@ -57,7 +57,7 @@ class _Handler(_GuardedHandler):
     def get_capture(self, q: dict) -> None:
         entry = self.viewer._entry(q.get("capture"))
         out = {"id": entry.id, "title": entry.title}
-        out.update(entry.projection().summary())
+        out.update(entry.summary())
         out["stale"] = None if entry.stale is None else {"files": entry.stale}
         out["diff"] = self.viewer.diffs.offer(entry.id)
         out["setup"] = self.viewer.setup_provider is not None

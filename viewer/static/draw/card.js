@@ -533,6 +533,13 @@ function twinColour(p) {
   return p.highlight || p.select;
 }
 
+// An op count in en-US grouping (format.js's grouped(), which draw/ may not import):
+// without Intl, whose first use loads locale data (16-43 ms on the way to the first paint).
+/** @param {number} n */
+function opsGrouped(n) {
+  return Number.isInteger(n) ? String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",") : n.toLocaleString("en-US");
+}
+
 /**
  * @param {CardPrims} dl @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
  */
@@ -542,13 +549,14 @@ function drawFrame(dl, it, ctx, p, band) {
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
   const isBoundary = it.type === "node";
   const shardMap = isBoundary && !it.item.opaque; // a shard_map: its body runs on every device, nothing opaque
-  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? "per device" : "opaque") : /** @type {string} */ (it.item.kind);
+  const perShard = shardMap && (it.item.bodies || []).some((/** @type {{shards?: number}} */ b) => !!b.shards); // partial-manual
+  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? (perShard ? "per shard" : "per device") : "opaque") : /** @type {string} */ (it.item.kind);
   const ks = kindStyle(p, isBoundary ? "cond" : kind);
   // A module frame is titled by its class and path (`Block · transformer.h.3`).
   const name = String(it.item.title || it.item.label || it.key);
   dl.card.push(rect(it.x, it.y, it.w, it.h, 9, ks.fill, ks.stroke, 1.4, kind === "body" || isBoundary ? [6, 4] : null, 0.55, band === 0));
   const n = Number(it.item.node_count);
-  const summary = n > 0 ? `${n.toLocaleString("en-US")} op${n === 1 ? "" : "s"}` : "";
+  const summary = n > 0 ? `${opsGrouped(n)} op${n === 1 ? "" : "s"}` : "";
   dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: farTitle(it), sub: summary, color: ks.text, padTop: 3, bg: ks.fill, frame: true }];
   if (band === 0) return;
   /** @type {CardPrim[]} */
@@ -562,7 +570,8 @@ function drawFrame(dl, it, ctx, p, band) {
   h.push(text(chipX + S.tagPad / 2, y + 0.5, kind, S.fontTag, p.background));
   const nb = isBoundary ? (it.item.bodies || []).length : 0;
   // A module's class and path say what it is; a scope of the trace says it is one (not a layer).
-  const wording = shardMap ? "its body: the program every device runs on its own shard"
+  const wording = shardMap ? (perShard ? "its body: the program each shard of its manual axes runs on its own shard"
+    : "its body: the program every device runs on its own shard")
     : isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
     : kind === "module" ? "" : kind === "function" ? [it.item.function, it.item.where].filter(Boolean).join(" · ")
       : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");

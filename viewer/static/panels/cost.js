@@ -80,6 +80,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} [saved_for_backward]  a training step's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
  * @property {number} [flops_per_rank]  a split Torch program: its FLOPs on one rank (the rows' figures); `flops` mixes scopes
+ * @property {string} [flops_scope]  a JAX program split across devices: "global" (a per-device row's share: its FLOPs × its devices of it)
  * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean, per_device?: {devices: number, peak: number}}} [memory_plan]
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
@@ -112,6 +113,8 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} uncounted
  * @property {boolean} estimate
  * @property {boolean} template
+ * @property {string | null} perRun  inside a shard_map body: "per device" (its figures are one device's) or
+ *   "per shard" (a partial-manual body's: one shard's of its manual axes); null elsewhere
  * @property {number | null} share
  * @property {{flops: number, bytes: number} | null} perBlock
  * @property {number | null | undefined} count  a stack's repetitions
@@ -335,7 +338,8 @@ export class CostPanel extends Panel {
           params: params ? Number(params.count) || 0 : null,
           flops: cost ? cost.flops : undefined, bytes: cost ? cost.bytes : undefined,
           uncounted: cost ? cost.uncounted || 0 : 0, estimate: !!(cost && cost.estimate), template: !!(cost && cost.template),
-          share: cost && cost.flops !== null && total > 0 && !cost.template ? cost.flops / total : null,
+          perRun: cost && (cost.scope === "per device" || cost.scope === "per shard") ? cost.scope : null,
+          share: cost ? shareOf(cost, total) : null,
           perBlock: it.type === "stack" && cost && cost.per_block ? cost.per_block : null,
           count: it.type === "stack" ? item.stack_count : null,
           kinds: cost && cost.flops_by_kind ? cost.flops_by_kind : null,
@@ -375,13 +379,14 @@ export class CostPanel extends Panel {
         : `${row.estimate ? "~" : ""}${formatFlops(row.flops)}${row.perBlock ? ` (${formatFlops(row.perBlock.flops)}/block)` : ""}`;
       const cells = [
         indent(el("td", { class: "cost-name", title: row.name },
-          (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : "")), flat ? 0 : row.depth),
+          (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : row.perRun ? ` (${row.perRun})` : "")), flat ? 0 : row.depth),
         el("td", { class: "cost-cls" }, row.cls),
         el("td", { class: "num" }, row.params === null || row.params === undefined ? "" : formatCount(row.params)),
         el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : kindsText(row.kinds) },
           flops + (row.uncounted && row.flops !== null ? ` +${grouped(row.uncounted)}?` : "")),
         el("td", { class: "num" }, row.bytes === undefined ? "" : formatBytes(row.bytes)),
-        el("td", { class: "num" }, row.share === null ? "" : `${(100 * row.share).toFixed(row.share < 0.001 ? 3 : 1)} %`),
+        el("td", { class: "num", title: row.perRun && row.share !== null ? (row.perRun === "per shard" ? "its FLOPs on one shard × the shards that run it, of the program's global FLOPs" : "its FLOPs on one device × the devices that run it, of the program's global FLOPs") : "" },
+          row.share === null ? "" : `${(100 * row.share).toFixed(row.share < 0.001 ? 3 : 1)} %`),
       ];
       if (this.times) cells.push(el("td", { class: "num" }, row.time === null ? "" : formatTime(row.time)));
       const tr = el("tr", { "data-key": row.key, class: row.key === this.store.selected ? "selected" : "", onclick: () => this.focus(row.key) }, ...cells);
@@ -427,7 +432,7 @@ export class CostPanel extends Panel {
     const facts = [
       s.flops_per_rank !== undefined
         ? ["FLOPs", `${formatFlops(s.flops_per_rank)} per rank (recorded: ${formatFlops(s.flops)}, global for DTensor ops, per rank for the others)`]
-        : ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}`],
+        : ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}${s.flops_scope ? ` ${s.flops_scope}` : ""}`],
       ["Bytes moved", `${formatBytes(s.bytes_read + s.bytes_written)} (read ${formatBytes(s.bytes_read)}, written ${formatBytes(s.bytes_written)})`],
       ["Parameters", `${formatCount(p.count || 0)} · ${formatBytes(p.bytes || 0)}`],
       ["Activations", `${formatBytes(s.activations)} · peak live ${formatBytes(s.peak_live)}`],
@@ -542,8 +547,26 @@ function metricValue(item, metric, total) {
   if (!cost) return null;
   if (metric === "bytes") return Number(cost.bytes) || 0;
   if (cost.flops === null || cost.flops === undefined) return null;
-  if (metric === "share") return total > 0 && !cost.template ? Number(cost.flops) / total : null;
+  if (metric === "share") return shareOf(cost, total);
   return Number(cost.flops);
+}
+
+/**
+ * An item's share of the program's FLOPs (`total`: its global FLOPs, or a split Torch
+ * program's per rank), or null: no figure, or one iteration of an unexecuted body (it says
+ * nothing of how often it ran). A shard_map body's figures are one device's: every device
+ * runs it, so its share is its FLOPs × its devices (its global figure, as its boundary
+ * node's: a shard_map is its body × its devices); a partial-manual one's (scope "per shard")
+ * are one shard's of its manual axes: its FLOPs × its shards; null when the count is not known.
+ * @param {ItemCost} cost
+ * @param {number} total
+ * @returns {number | null}
+ */
+export function shareOf(cost, total) {
+  if (cost.flops === null || cost.flops === undefined || !(total > 0) || cost.template) return null;
+  if (cost.scope !== "per device" && cost.scope !== "per shard") return Number(cost.flops) / total;
+  const runs = cost.scope === "per shard" ? cost.shards : cost.devices;
+  return typeof runs === "number" && runs > 0 ? (Number(cost.flops) * runs) / total : null;
 }
 
 /**

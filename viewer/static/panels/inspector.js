@@ -527,12 +527,16 @@ export class Inspector extends Panel {
     if (typeof meta.fixture === "string") add("fixture", meta.fixture);
     if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
     const tb = c.meta && c.meta.bodies;
-    if (tb && typeof tb === "object") {
-      // Unexecuted control-flow bodies: templates, counted apart from the executed program.
-      const parts = [`${Number(tb.converted || 0).toLocaleString("en-US")} as templates (${Number(tb.template_nodes || 0).toLocaleString("en-US")} nodes, not executed)`];
-      if (tb.closed) parts.push(`${Number(tb.closed).toLocaleString("en-US")} left closed (${Object.keys(tb.closed_reasons || {}).join(", ")})`);
+    const num = (/** @type {unknown} */ x) => Number(x || 0).toLocaleString("en-US");
+    if (tb && typeof tb === "object" && (counts.template_bodies || tb.closed)) {
+      // Unexecuted control-flow bodies: templates, counted apart from the executed program
+      // (api/capture's counts: a shard_map body is none, unless it lies in one).
+      const parts = [`${num(counts.template_bodies)} as templates (${num(counts.template_nodes)} nodes, not executed)`];
+      if (tb.closed) parts.push(`${num(tb.closed)} left closed (${Object.keys(tb.closed_reasons || {}).join(", ")})`);
       add("control-flow bodies", parts.join("; "));
     }
+    // shard_map bodies: executed, once on every device of their mesh (their figures per device).
+    if (counts.per_device_bodies) add("shard_map bodies", `${num(counts.per_device_bodies)} (${num(counts.per_device_nodes)} nodes, run per device)`);
     this.body.append(facts);
     if (weights) {
       this.section("Parameters");
