@@ -395,7 +395,7 @@ class TorchTrace(TraceValues, TraceFrames):
         module, self.recorder_note = choose(self)
         if module is None:
             return None
-        native = NativeRecording(module, self)
+        native = NativeRecording(module, self, CHECKPOINT_OPS)
         self._native = native
         # From now on a tensor's value is the recorder's (its tables hold the state).
         self.value_of = native.value_of  # type: ignore[method-assign]

@@ -13,7 +13,7 @@ Torch is imported at module level: one of the worker's framework modules.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -21,11 +21,11 @@ from ...graph.model import Node, Operand, Value
 from ...worker.errors import LimitExceeded
 from . import NativeUnavailable, load, requested
 
-if TYPE_CHECKING:
-    from ..trace import TorchTrace
+# The trace (capture.torch.trace.TorchTrace) is typed Any here: it imports this module.
+TorchTrace = Any
 
 
-def ineligible(trace: "TorchTrace") -> str | None:
+def ineligible(trace: TorchTrace) -> str | None:
     """Why this recording of ``trace`` cannot use the native recorder, or None. Decided
     once per recording, conservatively: anything else records with the Python path."""
     if trace.abstract:
@@ -60,7 +60,7 @@ def ineligible(trace: "TorchTrace") -> str | None:
     return None
 
 
-def choose(trace: "TorchTrace") -> tuple[Any, str]:
+def choose(trace: TorchTrace) -> tuple[Any, str]:
     """``(module, note)``: the compiled recorder module to record with, or None and why
     the Python path is used (``note``: what ``meta["recorder"]`` says)."""
     want = requested()
@@ -93,8 +93,9 @@ class NativeRecording:
     """One trace's native recorder (kept after the recording: the trace's ``value_of``
     goes through it from then on)."""
 
-    def __init__(self, module: Any, trace: "TorchTrace") -> None:
+    def __init__(self, module: Any, trace: TorchTrace, checkpoint_ops: int) -> None:
         self.trace = trace
+        self._every = checkpoint_ops
         b = trace.b
         statistics = trace.statistics
         self.rec = module.Recorder({
@@ -104,8 +105,8 @@ class NativeRecording:
             "max_ops": b.limits.max_ops, "max_values": b.limits.max_values,
             "stats": statistics is not None, "parameters_later": trace._parameters_later,
         })
-        self._checkpointed = len(b.nodes) // _checkpoint_ops()
-        self._next_checkpoint = (self._checkpointed + 1) * _checkpoint_ops()
+        self._checkpointed = len(b.nodes) // checkpoint_ops
+        self._next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
         self._import()
         for t in trace._label_keep:
             kind, name = trace._labels[id(t)]
@@ -137,7 +138,7 @@ class NativeRecording:
         if kind is _UNSEEN:
             trace._codes.append(code)
             kind = trace._code_kind[id(code)] = trace._code_kind_of(code)
-        return kind  # type: ignore[return-value]
+        return kind
 
     def _intern(self, code: Any, lasti: int, lineno: int, path: str, library: bool) -> int:
         trace = self.trace
@@ -215,7 +216,7 @@ class NativeRecording:
                 trace.limit_error = exc
             raise exc
         if len(nodes) >= self._next_checkpoint:
-            every = _checkpoint_ops()
+            every = self._every
             while (self._checkpointed + 1) * every <= len(nodes):
                 self._checkpointed += 1
                 self.rec.pause()  # its collection and estimate run no op of the model's
@@ -257,11 +258,6 @@ class NativeRecording:
 
 _UNSEEN = object()
 
-
-def _checkpoint_ops() -> int:
-    from ..trace import CHECKPOINT_OPS
-
-    return CHECKPOINT_OPS
 
 
 __all__ = ["NativeRecording", "choose", "ineligible"]
