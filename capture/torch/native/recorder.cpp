@@ -525,7 +525,10 @@ class Recorder {
     else if (st == at::kBFloat16) moments(c.const_data_ptr<at::BFloat16>(), n, m);
     else moments(c.const_data_ptr<at::Half>(), n, m);
     if (!(finite(m[0]) && finite(m[1]))) {
-      masked(c, s);
+      if (st == at::kFloat) masked_loop(c.const_data_ptr<float>(), n, s);
+      else if (st == at::kDouble) masked_loop(c.const_data_ptr<double>(), n, s);
+      else if (st == at::kBFloat16) masked_loop(c.const_data_ptr<at::BFloat16>(), n, s);
+      else masked_loop(c.const_data_ptr<at::Half>(), n, s);
       return;
     }
     summary(c, n, m, s);
@@ -572,6 +575,42 @@ class Recorder {
     } else {
       s.sd = std::sqrt(var);
     }
+  }
+
+  // NaN/Inf present: counted, then the statistics of the finite elements in float64 (one
+  // pass, and a second for the spread where one pass would cancel).
+  template <typename T>
+  static void masked_loop(const T* p, int64_t n, Stats& s) {
+    int64_t nan = 0, inf = 0, nf = 0;
+    double lo = INFINITY, hi = -INFINITY, sum = 0.0, sq = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = static_cast<double>(p[i]);
+      if (v != v) { ++nan; continue; }
+      if (v == INFINITY || v == -INFINITY) { ++inf; continue; }
+      ++nf;
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+      sum += v;
+      sq += v * v;
+    }
+    s.masked = true;
+    s.nan = nan;
+    s.inf = inf;
+    s.none = nf == 0;
+    if (s.none) return;
+    double mean = sum / nf, var = sq / nf - mean * mean;
+    if (var < 1e-4 * mean * mean) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        double v = static_cast<double>(p[i]);
+        if (v == v && v != INFINITY && v != -INFINITY) acc += (v - mean) * (v - mean);
+      }
+      var = acc / nf;
+    }
+    s.mn = lo;
+    s.mx = hi;
+    s.mean = mean;
+    s.sd = std::sqrt(var > 0 ? var : 0.0);
   }
 
   void masked(const at::Tensor& c, Stats& s) {
