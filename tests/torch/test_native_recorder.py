@@ -404,3 +404,23 @@ def test_an_unusable_cache_folder_is_the_python_path_with_the_reason(monkeypatch
     _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
     assert trace.recorder_note is not None
     assert trace.recorder_note.startswith("python: the native recorder could not be loaded: NotADirectoryError")
+
+
+def test_progress_is_reported_at_the_same_op_counts(native, monkeypatch):
+    import capture.torch.trace as trace_module
+
+    monkeypatch.setattr(trace_module, "CHECKPOINT_OPS", 8)
+    got = []
+    for recorder in ("python", "native"):
+        monkeypatch.setenv(ENV, recorder)
+        seen: list[int] = []
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(10)])
+        trace = TorchTrace(WorkspaceFiles(HERE), progress=seen.append)
+        trace.label_module(model)
+        x = torch.randn(2, 4)
+        trace.structure(x, label="args[0]")
+        with torch.no_grad(), trace.recording():
+            model(x)
+        got.append(seen)
+    assert got[0] == got[1] == [8, 16, 24]

@@ -1007,6 +1007,9 @@ class Recorder {
   }
 
   std::vector<NodeRow> pending;  // open graph ops (their operands recorded, outputs not yet)
+  // The lists flush() appends to: the builder's values and nodes, the trace's per-value
+  // storage, owns-storage, producer and born lists (set once: they are never replaced).
+  std::vector<py::list> targets;
 
   // ``x.data``: no op runs, but a dispatch mode makes it an aten::detach of x (recorded
   // so, as the Python path records it). Called from the function mode, outside any op.
@@ -1460,9 +1463,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       })
       .def("counts", [](PyRecorder& self) { return py::make_tuple(self.r->n_values, self.r->n_nodes); })
       .def("skipped", [](PyRecorder& self) { return self.r->skipped; })
-      .def("flush", [](PyRecorder& self, py::list v, py::list n, py::list vs, py::list ow, py::list pr, py::list bo) {
+      .def("targets", [](PyRecorder& self, py::list v, py::list n, py::list vs, py::list ow, py::list pr,
+                         py::list bo) { self.r->targets = {v, n, vs, ow, pr, bo}; })
+      .def("flush", [](PyRecorder& self) {
         Timer timer(t_flush);
-        return self.r->flush(v, n, vs, ow, pr, bo);
+        auto& t = self.r->targets;
+        return self.r->flush(t[0], t[1], t[2], t[3], t[4], t[5]);
       });
   m.def("busy", []() { return active != nullptr; });
   m.def("timings", []() {

@@ -108,6 +108,8 @@ class NativeRecording:
         self._checkpointed = len(b.nodes) // checkpoint_ops
         self._next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
         self._import()
+        self._flush = self.rec.flush
+        self.rec.targets(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer, trace._born)
         for t in trace._label_keep:
             kind, name = trace._labels[id(t)]
             self.rec.label(t, kind, name)
@@ -195,14 +197,12 @@ class NativeRecording:
         """The recorder's rows since the last call into the builder; a limit reached
         since raises :class:`LimitExceeded`; checkpoints (progress, the graph file's
         size) every ``CHECKPOINT_OPS`` ops."""
-        trace = self.trace
-        b = trace.b
-        got = self.rec.flush(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer,
-                             trace._born)
+        got = self._flush()
         if got is None:  # nothing new (most calls)
             return
         late, shares, later, limit, error = got
-        nodes = b.nodes
+        trace = self.trace
+        nodes = trace.b.nodes
         for nid, vid in late:
             nodes[nid].outputs.append(vid)
         if later or shares:
