@@ -424,3 +424,40 @@ def test_progress_is_reported_at_the_same_op_counts(native, monkeypatch):
             model(x)
         got.append(seen)
     assert got[0] == got[1] == [8, 16, 24]
+
+
+@pytest.mark.slow
+def test_a_compiled_module_runs_eagerly_while_the_native_recorder_records(native):
+    """With a dispatch mode active Dynamo compiles nothing (the Python path); the native
+    recorder has none, so compiled code is made to run eagerly while it records: the same
+    ops, no graph compiled (run in a fresh process: Dynamo's state is process-wide)."""
+    import os
+    import subprocess
+
+    code = (
+        "import torch, torch._dynamo, sys, warnings\n"
+        "sys.path.insert(0, '.')\n"
+        "from capture.torch.trace import TorchTrace\n"
+        "lin = torch.nn.Linear(3, 2)\n"
+        "x = torch.ones(1, 3)\n"
+        "tr = TorchTrace(None, stats=False)\n"
+        "graphs = []\n"
+        "def backend(gm, example_inputs):\n"
+        "    graphs.append(gm)\n"
+        "    return gm.forward\n"
+        "compiled = torch.compile(lin, backend=backend)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore')\n"
+        "    with torch.no_grad(), tr.recording():\n"
+        "        lin(x)\n"
+        "        compiled(x)\n"
+        "    compiled(x)\n"
+        "print(tr.recorder_note, len(graphs), [n.op for n in tr.b.nodes])\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, TENSORVIZ_TORCH_RECORDER="native")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    # recorded eagerly (one graph compiled after the recording, when compiled code runs again)
+    assert proc.stdout.split()[:2] == ["native", "1"], proc.stdout
+    assert "['aten::t', 'aten::addmm', 'aten::t', 'aten::addmm']" in proc.stdout

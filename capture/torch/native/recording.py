@@ -13,6 +13,7 @@ Torch is imported at module level: one of the worker's framework modules.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -41,6 +42,8 @@ def ineligible(trace: TorchTrace) -> str | None:
         return "a distributed capture (a device mesh, DTensor parameters or FSDP2)"
     if torch.is_inference_mode_enabled():
         return "inference mode is on (its tensors have no versions)"
+    if "torch._dynamo" in sys.modules and not hasattr(torch.compiler, "set_stance"):
+        return "torch.compile may compile inside the forward (this PyTorch has no set_stance)"
     if torch._C._len_torch_dispatch_stack() > 0:
         return "another TorchDispatchMode is active"
     if not trace.functions:
@@ -108,6 +111,7 @@ class NativeRecording:
         self._checkpointed = len(b.nodes) // checkpoint_ops
         self._next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
         self._import()
+        self._eager: Any = None
         self._flush = self.rec.flush
         self.rec.targets(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer, trace._born)
         for t in trace._label_keep:
@@ -159,11 +163,15 @@ class NativeRecording:
 
     def start(self, outer: Any) -> None:
         self.top()
+        self._eager = _force_eager()
         self.rec.start(outer)
 
     def stop(self) -> None:
         self.rec.stop()
         self.rec.set_top(-1, None, -1, False)
+        eager, self._eager = self._eager, None
+        if eager is not None:
+            eager.__exit__(None, None, None)
 
     def top(self) -> None:
         """Tell the recorder the innermost open group and module call (after the trace's
@@ -257,6 +265,18 @@ class NativeRecording:
 
 
 _UNSEEN = object()
+
+
+def _force_eager() -> Any:
+    """Once ``torch._dynamo`` is loaded (a model that may compile; ``transformers`` loads
+    it), compiled code runs eagerly while the native recorder records: what it does
+    under the Python path's dispatch mode (Dynamo does not compile with a mode active),
+    so the same ops are recorded. The entered context, or None."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    stance = torch.compiler.set_stance("force_eager")
+    stance.__enter__()
+    return stance
 
 
 
