@@ -140,19 +140,25 @@ void moments(const T* p, int64_t n, double* out) {
   out[0] = lo; out[1] = hi; out[2] = s; out[3] = q;
 }
 
-typedef float v4f __attribute__((vector_size(16)));
+typedef float v8f __attribute__((vector_size(32)));
 
+// Min, max, sum and sum of squares of n floats in one pass: 2 x 8 lanes over chunks of 1024,
+// each chunk's sums added in double. Compiled twice (AVX2 and the baseline), picked at load
+// time by the CPU (GCC's target_clones): the build stays portable.
+__attribute__((target_clones("avx2", "default")))
 void moments_f32(const float* p, int64_t n, double* out) {
-  v4f mn0 = {INFINITY, INFINITY, INFINITY, INFINITY}, mn1 = mn0, mx0 = -mn0, mx1 = -mn0;
+  v8f mn0, mn1, mx0, mx1;
+  for (int l = 0; l < 8; ++l) { mn0[l] = INFINITY; mx0[l] = -INFINITY; }
+  mn1 = mn0;
+  mx1 = mx0;
   double s = 0.0, q = 0.0;
   int64_t i = 0;
-  bool nan = false;
   for (; i + 1024 <= n; i += 1024) {
-    v4f s0 = {0, 0, 0, 0}, s1 = s0, q0 = s0, q1 = s0;
-    for (int64_t j = 0; j < 1024; j += 8) {
-      v4f a, b;
+    v8f s0 = {0, 0, 0, 0, 0, 0, 0, 0}, s1 = s0, q0 = s0, q1 = s0;
+    for (int64_t j = 0; j < 1024; j += 16) {
+      v8f a, b;
       std::memcpy(&a, p + i + j, sizeof a);
-      std::memcpy(&b, p + i + j + 4, sizeof b);
+      std::memcpy(&b, p + i + j + 8, sizeof b);
       mn0 = a < mn0 ? a : mn0;
       mn1 = b < mn1 ? b : mn1;
       mx0 = a > mx0 ? a : mx0;
@@ -162,13 +168,13 @@ void moments_f32(const float* p, int64_t n, double* out) {
       q0 += a * a;
       q1 += b * b;
     }
-    for (int l = 0; l < 4; ++l) {
+    for (int l = 0; l < 8; ++l) {
       s += static_cast<double>(s0[l]) + static_cast<double>(s1[l]);
       q += static_cast<double>(q0[l]) + static_cast<double>(q1[l]);
     }
   }
   float lo = INFINITY, hi = -INFINITY;
-  for (int l = 0; l < 4; ++l) {
+  for (int l = 0; l < 8; ++l) {
     lo = std::fmin(lo, std::fmin(mn0[l], mn1[l]));
     hi = std::fmax(hi, std::fmax(mx0[l], mx1[l]));
   }
