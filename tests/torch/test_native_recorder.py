@@ -461,3 +461,13 @@ def test_a_compiled_module_runs_eagerly_while_the_native_recorder_records(native
     # recorded eagerly (one graph compiled after the recording, when compiled code runs again)
     assert proc.stdout.split()[:2] == ["native", "1"], proc.stdout
     assert "['aten::t', 'aten::addmm', 'aten::t', 'aten::addmm']" in proc.stdout
+
+
+def test_a_cache_folder_others_can_write_is_not_loaded_from(monkeypatch, tmp_path):
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    folder = native_pkg.cache_dir()
+    folder.chmod(0o777)
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note is not None
+    assert "is writable by others (mode 777); make it private (chmod 700) to use it" in trace.recorder_note

@@ -66,8 +66,20 @@ def cache_dir() -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = str(Path(xdg) / "tensorviz" / "torch-native") if xdg else str(Path.home() / ".cache" / "tensorviz" / "torch-native")
     folder = Path(base) / f"torch{torch.__version__}-py{sys.version_info[0]}.{sys.version_info[1]}-{_digest()[:16]}"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _check_private(folder)
     return folder
+
+
+def _check_private(folder: Path) -> None:
+    """The build folder holds a library this process will load: it must be this user's
+    and writable by no one else (else another user could put their own code there)."""
+    st = folder.stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise NativeUnavailable(f"the native recorder's cache folder {folder} belongs to another user")
+    if st.st_mode & 0o022:
+        raise NativeUnavailable(f"the native recorder's cache folder {folder} is writable by others "
+                                f"(mode {st.st_mode & 0o777:o}); make it private (chmod 700) to use it")
 
 
 def missing_tools() -> str | None:
