@@ -41,6 +41,13 @@ def native() -> Any:
     return native_pkg.load(wait=True)
 
 
+@pytest.mark.slow
+def test_the_native_recorder_builds_and_loads(native):
+    """First in this file: on a machine with no build yet it compiles here (~40-80 s of one
+    core), later sessions load the cached build."""
+    assert hasattr(native, "Recorder") and not native.busy()
+
+
 def capture(model: nn.Module, args: tuple, recorder: str, monkeypatch: pytest.MonkeyPatch, *, stats: bool = True,
             parameters: str = "now", functions: bool = True, limits: Limits | None = None,
             train: bool = False) -> tuple[Any, TorchTrace]:
