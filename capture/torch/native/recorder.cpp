@@ -258,6 +258,7 @@ class Recorder {
   int64_t top_frame = -2;  // the frame id of the open top-level event (-2: not computed)
   PyFrameObject* top_pyframe = nullptr;
   int paused = 0;
+  bool rf_off = false;  // RecordFunction switched off inside an event whose callees are no graph ops
   // the first limit reached
   bool failed = false;
   std::string fail_kind, fail_what;
@@ -1342,19 +1343,32 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!tl_owner || !active) return nullptr;
   Timer timer(t_start);
   ++n_events;
-  at::RecordFunctionGuard own_work(false);  // the recorder's own tensor calls are not events
-  try {
-    active->start_event(fn);
-  } catch (const std::exception& e) {
-    if (active->error.empty()) active->error = e.what();
-    active->failed = true;
-    active->open.push_back(Recorder::Open{-1, false, true});
+  {
+    at::RecordFunctionGuard own_work(false);  // the recorder's own tensor calls are not events
+    try {
+      active->start_event(fn);
+    } catch (const std::exception& e) {
+      if (active->error.empty()) active->error = e.what();
+      active->failed = true;
+      active->open.push_back(Recorder::Open{-1, false, true});
+    }
+  }
+  // Nothing this event calls is a graph op (a graph op's kernel, an op no dispatch mode
+  // sees): RecordFunction off on this thread until it ends, so its inner ops are neither
+  // boxed nor called back (the next end on this thread is this event's).
+  if (!active->open.empty() && !active->open.back().children_visible) {
+    at::enableRecordFunction(false);
+    active->rf_off = true;
   }
   return nullptr;
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!tl_owner || !active) return;
+  if (active->rf_off) {
+    at::enableRecordFunction(true);
+    active->rf_off = false;
+  }
   Timer timer(t_end);
   at::RecordFunctionGuard own_work(false);
   try {
@@ -1438,6 +1452,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("stop", [](PyRecorder& self) {
         if (handle) at::removeCallback(handle);
         handle = 0;
+        if (self.r->rf_off) {
+          at::enableRecordFunction(true);
+          self.r->rf_off = false;
+        }
         if (active == self.r.get()) active = nullptr;
         tl_owner = false;
         self.r->outer = nullptr;
