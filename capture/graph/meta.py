@@ -22,6 +22,12 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+#: The start of ``meta["recorder"]`` when a Torch capture could have used the native
+#: recorder (capture.torch.native) but it is not built yet: the worker never builds it
+#: (its process tree is swept when the capture ends); the parent starts the build
+#: (capture.session.native_build) with the capture's interpreter.
+RECORDER_NOT_BUILT = "python: the native recorder is not built yet"
+
 
 # --------------------------------------------------------------------------- nested shapes
 

@@ -41,6 +41,7 @@ from ..worker.protocol import PROTOCOL_VERSION, InputsNeededDetails, NeededDim, 
 from .checks import Unsaved, default_interpreter, preflight
 from .conversation import OneShotWorker, converse
 from .job import CaptureJob, Log, Progress, resolve_recipe, workspace_path
+from . import native_build
 from .launcher import kept, launcher_script, worker_env
 from .probe import MIN_PYTHON, install_command, missing_dependencies, path_stamp, probe_interpreter
 from .warm import WarmPool, identity_for
@@ -163,6 +164,8 @@ class _WorkerStep:
             )
         result = self._start(recipe, action="capture")
         assert result is not None
+        if native_build.wanted(result.meta):
+            native_build.start(job.python, job.env)
         return result
 
     def _model_source(self) -> str | None:

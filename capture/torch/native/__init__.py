@@ -29,7 +29,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ...graph.meta import RECORDER_NOT_BUILT
+from ...worker.procs import MARKER_ENV
+
 ENV = "TENSORVIZ_TORCH_RECORDER"
+# What a capture's note says while no build exists (after "python: ").
+NOT_BUILT = RECORDER_NOT_BUILT.removeprefix("python: ")
 MODES = ("auto", "python", "native")
 SOURCE = Path(__file__).with_name("recorder.cpp")
 CFLAGS = ["-O2", "-DNDEBUG"]
@@ -144,8 +149,18 @@ def start_background_build(folder: Path) -> None:
 
 
 def build_main() -> None:
-    """The background build's entry point."""
-    folder = cache_dir()
+    """The background build's entry point: builds unless built, failed or under way."""
+    try:
+        folder = cache_dir()
+    except NativeUnavailable as exc:
+        print(exc, flush=True)
+        raise SystemExit(1) from None
+    if (folder / "ready").is_file() or (folder / "failed").is_file() or _building(folder):
+        return
+    missing = missing_tools()
+    if missing is not None:
+        print(f"the native recorder cannot be built here: {missing}", flush=True)
+        raise SystemExit(1)
     try:
         _build(folder)
         print(f"built {folder}", flush=True)
@@ -171,9 +186,17 @@ def load(wait: bool) -> Any:
         if missing is not None:
             raise NativeUnavailable(f"the native recorder cannot be built here: {missing}")
         if not wait:
-            if not _building(folder):
-                start_background_build(folder)
-            raise NativeUnavailable(f"the native recorder is being built in the background (log: "
+            if _building(folder):
+                raise NativeUnavailable(f"the native recorder is being built in the background (log: "
+                                        f"{folder / 'build.log'}); this capture used the Python recorder")
+            if MARKER_ENV in os.environ:
+                # In a capture worker: its process tree is swept when the capture ends
+                # (a detached build would be killed as an escaped process). The parent
+                # starts the build on reading this note (capture.session.native_build).
+                raise NativeUnavailable(f"{NOT_BUILT}; TensorViz builds it in the background with this "
+                                        f"interpreter (log: {folder / 'build.log'})")
+            start_background_build(folder)
+            raise NativeUnavailable(f"{NOT_BUILT}; it is being built in the background (log: "
                                     f"{folder / 'build.log'}); this capture used the Python recorder")
     module = _build(folder)
     _loaded.append(module)
