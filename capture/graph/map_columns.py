@@ -35,7 +35,7 @@ Standard library only: the worker imports it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, chain, compress, islice, repeat
+from itertools import accumulate, chain, compress, count, islice, repeat
 from typing import Any, Callable, cast
 
 from .packed import Invalid, need, pack_floats, pack_ints, packed_floats, packed_ints
@@ -122,12 +122,11 @@ class MapColumns(Sequence):
     def _ranks(self) -> list[int]:
         rank = self._rank
         if rank is None:
-            seen = [0] * (len(self._patterns) + 1)
-            rank = []
-            for k in self._order:
-                rank.append(seen[k])
-                seen[k] += 1
-            self._rank = rank
+            # one counter per pattern, advanced by C-level passes: an entry's rank is how
+            # many entries of its pattern came before it (a Python loop over the 185k
+            # values of a 100k-op capture was 25 ms, for the first map asked for)
+            counters = [count() for _ in range(len(self._patterns) + 1)]
+            rank = self._rank = list(map(next, map(counters.__getitem__, self._order)))
         return rank
 
     def __getitem__(self, i):
