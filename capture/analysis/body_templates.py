@@ -26,9 +26,25 @@ SHARD_WORDING = ("per device", "per-device body: the program every device of the
                  "traced once (shapes are one device's); a traced program, not executed")
 
 
+# A partial-manual shard_map's body (``axis_names=``): each shard of its manual axes runs it,
+# its shapes one shard's, still global over the axes left automatic.
+SHARD_PART_TEMPLATE = "one shard's program, as traced; each shard of {manual} runs it ({auto} automatic)"
+SHARD_PART_WORDING = ("per shard", "per-shard body: the program each shard of its manual axes runs on its own "
+                      "shard, as traced once (shapes are one shard's, still global over the axes left automatic, "
+                      "which the compiler splits or replicates); a traced program, not executed")
+
+
+def _partial(attrs: dict[str, Any]) -> bool:
+    """A partial-manual shard_map body: one shard spans several devices (capture/jax/control_flow.py)."""
+    n = attrs.get("shard_devices")
+    return type(n) is int and n > 1
+
+
 def body_wording(attrs: Any) -> tuple[str, str] | None:
     """A shard_map body's own wording (it is no control flow); None for any other body."""
-    return SHARD_WORDING if isinstance(attrs, dict) and attrs.get("role") == "shard_map body" else None
+    if not (isinstance(attrs, dict) and attrs.get("role") == "shard_map body"):
+        return None
+    return SHARD_PART_WORDING if _partial(attrs) else SHARD_WORDING
 
 
 BODY_ROLE = ("body parameter: what a control-flow body receives in one traced iteration "
@@ -83,14 +99,24 @@ def template_bodies(index: Any, groups: Any) -> set[int]:
 def template_label(attrs: dict[str, Any]) -> str:
     role = attrs.get("role")
     if role == "shard_map body":
+        if _partial(attrs):
+            return SHARD_PART_TEMPLATE.format(manual=_axes(attrs.get("manual_axes")), auto=_axes(attrs.get("auto_axes")))
         return SHARD_TEMPLATE
     return BRANCH_TEMPLATE if isinstance(role, str) and role.startswith("branch") else LOOP_TEMPLATE
 
 
-def body_summary(g: int, attrs: dict[str, Any], name: str, executed: bool = False) -> dict[str, Any]:
+def _axes(names: Any) -> str:
+    return "×".join(str(a) for a in names) if isinstance(names, list) and names else "?"
+
+
+def body_summary(g: int, attrs: dict[str, Any], name: str, executed: bool = False,
+                 runs: int | None = None) -> dict[str, Any]:
     """What a boundary node's card and a body card say about one body (``executed``: a
     ``shard_map`` body outside any template, which every device runs; see
-    :func:`template_bodies`)."""
+    :func:`template_bodies`). A shard_map body's count: ``devices`` (how many devices run
+    it) or, partial-manual, ``shards`` (how many shards of its ``manual_axes`` run it, its
+    ``auto_axes`` left automatic); ``runs``, when given, the count over every enclosing
+    shard_map (:func:`capture.analysis.scope.devices_running`), else the body's own."""
     d: dict[str, Any] = {"id": g, "key": f"g{g}", "name": name, "role": attrs.get("role"),
                          "template": template_label(attrs), "executed": executed}
     if "iterations" in attrs:
@@ -98,8 +124,16 @@ def body_summary(g: int, attrs: dict[str, Any], name: str, executed: bool = Fals
     for k in ("selected", "closed", "trip_count"):
         if isinstance(attrs.get(k), str):
             d[k] = attrs[k]
-    if type(attrs.get("devices")) is int:
-        d["devices"] = attrs["devices"]
+    n = runs if runs is not None else attrs.get("devices")
+    if type(n) is int and attrs.get("role") == "shard_map body":
+        if _partial(attrs):
+            d["shards"] = n
+            for k in ("manual_axes", "auto_axes"):
+                axes = attrs.get(k)
+                if isinstance(axes, list) and all(isinstance(a, str) for a in axes):
+                    d[k] = axes
+        else:
+            d["devices"] = n
     return d
 
 
@@ -110,6 +144,8 @@ def template_line(summary: dict[str, Any]) -> str:
     it = summary.get("iterations", "absent")
     if type(summary.get("devices")) is int:
         bits.append(f"{summary['devices']:,} devices")
+    if type(summary.get("shards")) is int:
+        bits.append(f"{summary['shards']:,} shards of {_axes(summary.get('manual_axes'))}")
     if type(it) is int:
         bits.append(f"{it:,} iteration{'s' if it != 1 else ''} (static)")
     elif it is None:

@@ -41,11 +41,14 @@ closed, template nodes, opaque primitives inside templates (not counted in
 (below) is no template: its nodes are ``shard_map_nodes``, not ``template_nodes``.
 
 ``shard_map`` (and ``pmap``, which lowers to it) is the one body that is not control flow:
-every device of its mesh runs it once, on its own shard: it is executed, as a ``jit`` body is
+every shard of its manual axes runs it once, on its own shard (every device, when all the
+mesh's axes are manual): it is executed, as a ``jit`` body is
 (unless it lies inside a template itself: :func:`capture.graph.per_device.template_bodies`). Its body converts the same way,
-breadth first, as a ``body`` group (role ``shard_map body``, ``devices``: how many run
-it, ``mesh``, ``manual_axes``), with the shapes one device sees; its parameters stand for
-one device's shard of each operand (``attrs.parameters``: ``shard of operand 0``, the
+breadth first, as a ``body`` group (role ``shard_map body``, ``devices``: how many shards
+run it, the product of its ``manual_axes``' sizes, ``mesh``, ``auto_axes`` and
+``shard_devices``: the axes left automatic and the devices one shard spans; see
+:func:`_shard_axes`), with the shapes one shard sees; its parameters stand for
+one shard of each operand (``attrs.parameters``: ``shard of operand 0``, the
 spec). Every value inside is marked per-device (``sharding.local``), and the collectives
 it holds name the mesh axes they run over (``capture.jax.convert``). A converted
 ``shard_map`` leaves nothing unexpanded, so its node stops being opaque; coverage
@@ -68,6 +71,8 @@ JAX is not imported here: the module reads the jaxpr objects it is handed.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from ..graph.meta import Bodies
@@ -78,6 +83,9 @@ from ..worker.errors import LimitExceeded
 BODY_NOTE = "one iteration, as traced; not executed"
 SHARD_NOTE = ("one device's program, as traced (every device of the mesh runs it on its own shard; "
               "shapes are one device's); not executed")
+SHARD_PART_NOTE = ("one shard's program, as traced (each shard of {0} runs it once; shapes are one shard's, "
+                   "still global over {1}, which the compiler splits or replicates over the shard's {2} devices); "
+                   "not executed")
 BRANCH_NOTE = "one branch, as traced; not executed (which branch runs is decided at run time)"
 BODY_KIND = "body"
 PALLAS_ROLE = "pallas kernel"
@@ -160,14 +168,9 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
             return []
         ins = [(f"shard of operand {j}" + _spec_text(in_specs, j), j) for j in range(n_operands)]
         outs = [(f"shard of output {j}" + _spec_text(out_specs, j), j) for j in range(n_outputs)]
-        mesh = params.get("mesh")
-        names = [str(a) for a in getattr(mesh, "axis_names", ()) or ()]
-        sizes = list(getattr(mesh, "axis_sizes", ()) or ())
-        devices = 1
-        for n in sizes:
-            devices *= int(n)
-        manual = sorted(str(a) for a in (params.get("newly_manual_axes") or names))
-        extra = {"devices": devices, "manual_axes": manual, "note": SHARD_NOTE}
+        extra = _shard_axes(params)
+        extra["note"] = SHARD_NOTE if extra["shard_devices"] == 1 else SHARD_PART_NOTE.format(
+            ", ".join(extra["manual_axes"]), ", ".join(extra["auto_axes"]), extra["shard_devices"])
         return [_Role("shard_map body", body, ins, outs, extra=extra)]
     if prim == "pallas_call":
         return _pallas_roles(params, n_operands, n_outputs)
@@ -236,6 +239,25 @@ def _block_dim(b: Any) -> Any:
         return b
     size = getattr(b, "block_size", None)
     return int(size) if isinstance(size, int) else (None if size is None else str(size))
+
+
+def _shard_axes(params: dict) -> dict[str, Any]:
+    """A shard_map body's axes: ``manual_axes``, those it makes manual (``axis_names=``;
+    every axis of its mesh when it names none); ``devices``, the product of their sizes:
+    how many shards run the body, each once, per run of what holds it (its boundary's
+    figure is the body's times it); and ``auto_axes``, the mesh's axes still automatic
+    inside it (neither its own manual axes nor an enclosing shard_map's, which its mesh
+    marks ``Manual``) with ``shard_devices``, the devices one shard spans (the product of
+    their sizes): a partial-manual body's shapes are one shard's, not one device's, and
+    the compiler splits or replicates it over those devices."""
+    mesh = params.get("mesh")
+    names = [str(a) for a in getattr(mesh, "axis_names", ()) or ()]
+    size = {a: int(n) for a, n in zip(names, getattr(mesh, "axis_sizes", ()) or ())}
+    manual = sorted(str(a) for a in (params.get("newly_manual_axes") or names))
+    outer = {str(a) for a in getattr(mesh, "manual_axes", ()) or ()}
+    auto = [a for a in names if a not in manual and a not in outer]
+    return {"devices": math.prod(size.get(a, 1) for a in manual), "manual_axes": manual,
+            "auto_axes": auto, "shard_devices": math.prod(size.get(a, 1) for a in auto)}
 
 
 def _spec_text(specs: Any, j: int) -> str:
@@ -436,7 +458,9 @@ def _enter_shard_map(conv: Any, params: dict, attrs: dict) -> None:
     idx = conv.shardings.mesh_index(mesh) if mesh is not None else None
     if idx is not None:
         attrs["mesh"] = idx
-        conv.local_mesh = (idx, list(attrs.get("manual_axes") or names))
+        # manual inside: its own axes and an enclosing shard_map's (its mesh marks them Manual)
+        outer = [str(a) for a in getattr(mesh, "manual_axes", ()) or () if str(a) not in (attrs.get("manual_axes") or ())]
+        conv.local_mesh = (idx, sorted(outer + list(attrs.get("manual_axes") or names)))
 
 
 def _undo(conv: Any, mark: tuple) -> None:

@@ -351,8 +351,10 @@ class _Converter:
 
     def _local_sharding(self, aval: Any, shape: list, local_mesh: tuple[int, list[str]]) -> dict[str, Any]:
         """A value inside a shard_map body (``local_mesh``: the body's mesh and its manual
-        axes): its shape is one device's; ``varying`` names the manual axes over which
-        devices hold different values (its type's vma)."""
+        axes, an enclosing shard_map's included): its shape is one device's (one shard's of
+        the manual axes in a partial-manual body: still global over the automatic ones);
+        ``varying`` names the manual axes over which devices hold different values (its
+        type's vma)."""
         from .shardings import varying_axes
 
         mesh, manual = local_mesh

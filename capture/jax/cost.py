@@ -27,8 +27,9 @@ first rule that applies:
   ``pad``, ``iota``…: no FLOPs, their bytes;
 * ``collective``: ``psum``, ``all_gather``…: no FLOPs here (what crosses devices is the
   sharding figures' business), their bytes;
-* ``shard_map``: its body × the devices of its manual axes (each runs the body once on its
-  shard: the global figure; the body's own rows stay per device);
+* ``shard_map``: its body × the product of the sizes of the axes it makes manual (each
+  shard of them runs the body once: the global figure; the body's own rows stay per
+  device, or per shard of a partial-manual one: ``capture.analysis.scope``);
 * control flow: a ``scan`` is its body × its length, a ``cond`` its largest branch, both
   marked as estimates (``NodeCosts.estimates``); a ``while`` is uncounted (its trip count
   is decided at run time), as is a boundary whose body stayed closed. The bodies' own
@@ -72,8 +73,10 @@ RULES = {
     "data movement": "copies, casts, slices, concatenations, transposes: no FLOPs, the bytes they move",
     "collective": "a collective: no FLOPs counted here, its bytes",
     "scan body × length": "estimate: the scan's body (one iteration, as traced) times its length",
-    "shard_map body × devices": "a shard_map: its body (the program one device runs, per-device shapes) times the "
-                                "devices that run it (the global figure; the body's own rows are per device)",
+    "shard_map body × devices": "a shard_map: its body (the program one shard of its manual axes runs: one device "
+                                "when every mesh axis is manual) times the shards that run it, the product of its "
+                                "manual axes' sizes (the global figure; the body's own rows are per device or per "
+                                "shard)",
     "cond: largest branch": "estimate: the cond's largest branch (which one runs is decided at run time)",
     "while: trip count unknown": "uncounted: a while loop's trip count is decided at run time "
                                  "(its body is counted once, as traced)",
@@ -451,7 +454,7 @@ def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
     if prim == "while":
         return _NONE, "while: trip count unknown", RULES["while: trip count unknown"]
     if prim == "shard_map" and mine and not closed and type(groups[mine[0]].attrs.get("devices")) is int:
-        # every device runs the body once on its shard: the whole program is the body × the devices
+        # every shard of its manual axes runs the body once: the whole program is the body × their count
         devices = groups[mine[0]].attrs["devices"]
         f, r, w, _ = sums[0]
         return (_scale(f, devices), _scale(r, devices), _scale(w, devices)), "shard_map body × devices", None

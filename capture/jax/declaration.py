@@ -77,6 +77,6 @@ CAPABILITIES = Capabilities(
     values_note="Traced by JAX, not measured: shapes and dtypes only (nothing was computed).",
     reuses_buffers=True,
     fuses_pointwise=True,
-    mesh_flops_scope=("global: the whole program at its full shapes; a shard_map as its body × its devices "
-                      "(the body's own rows: per device)"),
+    mesh_flops_scope=("global: the whole program at its full shapes; a shard_map as its body × the shards of "
+                      "its manual axes (the body's own rows: per device, or per shard when axes stay automatic)"),
 )

@@ -243,7 +243,8 @@ def cost_text(call: Any, capture: Any = None) -> str | None:
     """What a call costs, in words: ``2.42 GFLOPs · 45.1 MB moved · 2.36 M params``
     (FLOPs with a multiply-add counted 2), or None when the capture holds no costs. On a
     program split across devices (``capture`` with a mesh) the FLOPs say their scope:
-    ``global`` or ``per device`` (a shard_map body), and a split Torch program's call its
+    ``global``, ``per device`` (a shard_map body) or ``per shard`` (a partial-manual one's:
+    ``capture.analysis.scope``), and a split Torch program's call its
     FLOPs ``per rank`` (``call.rank_flops``)."""
     if getattr(call, "flops", -1) < 0:
         return None

@@ -299,7 +299,7 @@ def _summary_scopes(path: Path, cap: Capture) -> None:
     (body,) = [r for r in doc["rows"] if r["kind"] == "body"]
     assert body["flops_scope"] == "per device" and body["flops"] > 0
     assert doc["totals"]["flops"] >= 8 * body["flops"] and not doc["totals"].get("uncounted")
-    assert "a shard_map as its body × its devices" in doc["figure_scopes"]["flops"]
+    assert "a shard_map as its body × the shards of its manual axes" in doc["figure_scopes"]["flops"]
     assert abs(body["flops"] / cap.compiled["cost"]["flops"] - 1) < 0.05
     assert doc["per_device"]["scope"] == "per device" and abs(doc["per_device"]["flops_ratio"] - 1) < 0.05
     done = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "inspect", str(path)], cwd=ROOT,

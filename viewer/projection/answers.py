@@ -134,7 +134,8 @@ class CardCost(TypedDict, total=False):
     """What an item card says it costs (``flops`` None: uncounted; ``uncounted``: ops no
     rule counted; ``scope`` with a mesh or a split Torch program; ``per_rank``: a DTensor
     op's figure per rank; ``devices``: with scope ``per device``, how many devices run it,
-    its FLOPs times it being its global figure)."""
+    its FLOPs times it being its global figure; ``shards``: the same with scope ``per
+    shard``, a partial-manual shard_map body's, how many shards of its manual axes run it)."""
 
     flops: float | None
     bytes: int
@@ -143,6 +144,7 @@ class CardCost(TypedDict, total=False):
     template: bool
     scope: str
     devices: int
+    shards: int
     per_rank: float | None
     flops_by_kind: dict[str, int]
 
@@ -157,6 +159,7 @@ class BlockCost(TypedDict):
     estimate: NotRequired[bool]
     scope: NotRequired[str]  # a split program: global, per device or per rank (the whole run's only)
     devices: NotRequired[int]  # scope per device: how many devices run it (the whole run's only)
+    shards: NotRequired[int]  # scope per shard: how many shards of its manual axes run it
 
 
 class StackCost(BlockCost):

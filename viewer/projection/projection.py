@@ -90,7 +90,7 @@ class Projection:
         with gc_pause.paused():
             self.present = Presentation(capture, self.index)
         self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure,
-                               self.line_index)
+                               self.line_index, templates=self.analysis.templates)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
 

@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterable
 
 from capture.graph.tables import ValueTable
 
-from capture.analysis.body_templates import template_bodies
 from capture.analysis.index import ROOT
 from capture.analysis.names import group_sublabel, group_title, short_dtype
 from capture.analysis.value_names import ROLE_WORDS
@@ -78,7 +77,8 @@ class Search:
     """Search over one capture's index, names, value summaries and presentation."""
 
     def __init__(self, capture: Any, index: Any, names: Any, values: Any, present: Any,
-                 structure: Callable[[], Any], lines: Callable[[], Any] | None = None) -> None:
+                 structure: Callable[[], Any], lines: Callable[[], Any] | None = None, *,
+                 templates: Callable[[], frozenset[int]]) -> None:
         self.capture, self.index, self.names, self.values = capture, index, names, values
         self.present, self.structure = present, structure
         self.lines = lines  # the line → calls index: a line's module calls, as its hint shows them
@@ -87,16 +87,14 @@ class Search:
         self._shapes_index: dict[tuple[Any, ...], list[int]] | None = None
         self._axes_index: dict[str, list[int]] | None = None
         self._class_of: dict[int, str | None] = {}
-        self._templates: set[int] | None = None
+        self.templates = templates  # the template bodies, made once per capture (Analysis.templates)
 
     def _in_template(self, g: int) -> bool:
         """Whether group ``g`` lies in an unexecuted body (a template; a shard_map body ran)."""
         ix = self.index
         if g == ROOT or ix.top[g] not in ix.body_node:
             return False
-        if self._templates is None:
-            self._templates = template_bodies(ix, self.capture.groups)
-        return ix.top[g] in self._templates
+        return ix.top[g] in self.templates()
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, *, op: str | None = None, cls: str | None = None,
                shape: str | None = None, dtype: str | None = None, axis: str | None = None) -> SearchAnswer:

@@ -119,7 +119,8 @@ class Pages:
     def body_summaries(self, node: int) -> list[dict[str, Any]]:
         gs = self.capture.groups
         templates = self.analysis.templates()
-        return [body_summary(b, gs[b].attrs, gs[b].name, b not in templates) for b in self.index.bodies_of[node]]
+        return [body_summary(b, gs[b].attrs, gs[b].name, b not in templates, devices_running(self.capture, b))
+                for b in self.index.bodies_of[node]]
 
     def subtree(self, group: int, max_items: int, kernels: bool, weights: bool = False) -> SubtreeAnswer:
         # One pause for the whole walk: resumed between its pages, the collector ran over
@@ -550,7 +551,8 @@ class Pages:
         if twin is not None:
             extra["twin"] = {"id": twin[0], "count": twin[1], "index": twin[2]}
         if c in ix.body_node:
-            extra["body"] = body_summary(c, attrs, grp.name, c not in self.analysis.templates())
+            extra["body"] = body_summary(c, attrs, grp.name, c not in self.analysis.templates(),
+                                         devices_running(self.capture, c))
             extra["template"] = template_line(extra["body"])
         extra.update(group_compiled(self.compiled_collectives()[1].get(c)))  # the compiler's collectives inside
         memory = attrs.get(MEMORY_KEY)
@@ -878,22 +880,25 @@ def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
     scopes = {it["cost"].get("scope") for it in items}
     if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
         out["scope"] = scopes.pop()
-        devices = {it["cost"].get("devices") for it in items}
-        if len(devices) == 1 and None not in devices:
-            out["devices"] = devices.pop()
+        for key in ("devices", "shards"):
+            runs = {it["cost"].get(key) for it in items}
+            if len(runs) == 1 and None not in runs:
+                out[key] = runs.pop()
     return out
 
 
 def _scope(out: CardCost, capture: Capture, g: int | None) -> None:
-    """A card's FLOPs' scope on a split program (``global``, ``per device``); per device, also
-    how many devices run it (its FLOPs times it: its global figure, its share's numerator)."""
+    """A card's FLOPs' scope on a split program (``global``, ``per device``, ``per shard``);
+    per device, also how many devices run it (``devices``), per shard (a partial-manual
+    shard_map body) how many shards of its manual axes (``shards``): its FLOPs times it is
+    its global figure, its share's numerator."""
     scope = cost_scope(capture, g)
     if not scope:
         return
     out["scope"] = scope
-    devices = devices_running(capture, g) if scope == "per device" else None
-    if devices is not None:
-        out["devices"] = devices
+    runs = devices_running(capture, g) if scope in ("per device", "per shard") else None
+    if runs is not None:
+        out["devices" if scope == "per device" else "shards"] = runs
 
 
 def _ref_key(ref: int) -> str:

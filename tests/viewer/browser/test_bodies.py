@@ -234,7 +234,7 @@ def test_a_shard_map_body_is_per_device_in_the_summary_its_card_and_the_cost_pan
         app.page.wait_for_function("(k) => window.tensorviz.cost.rows().some((r) => r.key === k)", arg=f"g{body.id}")
         rows = {r["key"]: r for r in app.js("() => window.tensorviz.cost.rows()")}
         row = rows[f"g{body.id}"]
-        assert not row["template"] and row["perDevice"]
+        assert not row["template"] and row["perRun"] == "per device"
         assert row["share"] == pytest.approx(cap.cost.flops[dot.id] * 8 / total)
         assert row["share"] == pytest.approx(rows[f"n{smap.id}"]["share"])
         name = app.page.locator(f".cost-table tr[data-key='g{body.id}'] .cost-name").inner_text()
@@ -244,6 +244,52 @@ def test_a_shard_map_body_is_per_device_in_the_summary_its_card_and_the_cost_pan
         _shot(app, "shard-map-2-card-and-cost-panel.png")
         if SHOTS:
             app.page.locator(".cost-table").screenshot(path=os.path.join(SHOTS, "shard-map-3-cost-table.png"))
+        assert not app.unexpected_errors()
+    finally:
+        server.stop()
+
+
+def test_a_partial_manual_shard_map_body_is_per_shard_on_its_card_and_in_the_cost_panel(browser, tmp_path, close_pages):
+    # shard_map(axis_names={"i"}) on an i=2 × j=4 mesh: each i shard runs the body once (j
+    # automatic), so its card says "per-shard body ×2" and FLOPs "per shard", and the cost
+    # panel's share is its FLOPs × 2 shards (not × 8 devices): the whole program's.
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from jax.sharding import PartitionSpec as P
+
+    from capture.jax.convert import convert
+
+    mesh = jax.sharding.AbstractMesh((2, 4), ("i", "j"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+    def net(a, b):
+        return jax.shard_map(jnp.dot, mesh=mesh, in_specs=(P("i"), P()), out_specs=P("i"), axis_names={"i"})(a, b)
+
+    cap = convert(jax.make_jaxpr(net)(jnp.ones((16, 16), jnp.float32), jnp.ones((16, 16), jnp.float32)))
+    (body,) = [g for g in cap.groups if g.kind == "body" and g.attrs["role"] == "shard_map body"]
+    (smap,) = [n for n in cap.nodes if n.op == "shard_map"]
+    server = ViewerServer(workspace=make_workspace(tmp_path))
+    cid = server.add_capture(cap, "partial-manual shard_map")
+    server.start()
+    try:
+        app = open_app(browser, server.url_for(cid), viewport={"width": 1500, "height": 950})
+        close_pages.append(app)
+        lines = app.js("(k) => window.tensorviz.itemInfo(k)", f"n{smap.id}")["lines"]
+        assert "per-shard body ×2 · opens" in lines, lines
+        before = app.scene_version
+        app.js("(k) => window.tensorviz.toggle(k)", f"n{smap.id}")
+        app.wait_scene_after(before)
+        lines = app.js("(k) => window.tensorviz.itemInfo(k)", f"g{body.id}")["lines"]
+        cost = next(x for x in lines if "moved" in x)
+        assert "per shard" in cost and "per device" not in cost, lines
+        app.js("() => window.tensorviz.cost.open()")
+        app.page.wait_for_function("(k) => window.tensorviz.cost.rows().some((r) => r.key === k)", arg=f"g{body.id}")
+        rows = {r["key"]: r for r in app.js("() => window.tensorviz.cost.rows()")}
+        row = rows[f"g{body.id}"]
+        assert row["perRun"] == "per shard" and row["share"] == pytest.approx(1.0)
+        assert row["share"] == pytest.approx(rows[f"n{smap.id}"]["share"])
+        name = app.page.locator(f".cost-table tr[data-key='g{body.id}'] .cost-name").inner_text()
+        assert name.endswith("(per shard)"), name
+        _shot(app, "shard-map-4-partial-manual.png")
         assert not app.unexpected_errors()
     finally:
         server.stop()

@@ -549,7 +549,8 @@ function drawFrame(dl, it, ctx, p, band) {
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
   const isBoundary = it.type === "node";
   const shardMap = isBoundary && !it.item.opaque; // a shard_map: its body runs on every device, nothing opaque
-  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? "per device" : "opaque") : /** @type {string} */ (it.item.kind);
+  const perShard = shardMap && (it.item.bodies || []).some((/** @type {{shards?: number}} */ b) => !!b.shards); // partial-manual
+  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? (perShard ? "per shard" : "per device") : "opaque") : /** @type {string} */ (it.item.kind);
   const ks = kindStyle(p, isBoundary ? "cond" : kind);
   // A module frame is titled by its class and path (`Block · transformer.h.3`).
   const name = String(it.item.title || it.item.label || it.key);
@@ -569,7 +570,8 @@ function drawFrame(dl, it, ctx, p, band) {
   h.push(text(chipX + S.tagPad / 2, y + 0.5, kind, S.fontTag, p.background));
   const nb = isBoundary ? (it.item.bodies || []).length : 0;
   // A module's class and path say what it is; a scope of the trace says it is one (not a layer).
-  const wording = shardMap ? "its body: the program every device runs on its own shard"
+  const wording = shardMap ? (perShard ? "its body: the program each shard of its manual axes runs on its own shard"
+    : "its body: the program every device runs on its own shard")
     : isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
     : kind === "module" ? "" : kind === "function" ? [it.item.function, it.item.where].filter(Boolean).join(" · ")
       : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");

@@ -117,7 +117,10 @@ export function cardLines(item) {
     if (item.sublabel) lines.push(String(item.sublabel));
     const bodies = /** @type {BodySummary[]} */ (item.bodies || []);
     const nb = bodies.length;
-    if (nb === 1 && bodies[0].role === "shard_map body") lines.push(`per-device body ×${grouped(bodies[0].devices || 0)} · opens`);
+    if (nb === 1 && bodies[0].role === "shard_map body") {
+      const b = bodies[0];  // partial-manual (`axis_names=`): once per shard of its manual axes, not per device
+      lines.push(b.shards ? `per-shard body ×${grouped(b.shards)} · opens` : `per-device body ×${grouped(b.devices || 0)} · opens`);
+    }
     else if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
     return lines;
   }

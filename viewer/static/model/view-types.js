@@ -35,8 +35,10 @@
  * @property {number} [uncounted]  ops inside that no rule counted (not in `flops`)
  * @property {boolean} [estimate]
  * @property {boolean} [template]  one iteration of a body that did not run
- * @property {string} [scope]  a program split across devices: "global", or "per device" inside a shard_map body
+ * @property {string} [scope]  a program split across devices: "global", or "per device" inside a shard_map body,
+ *   "per shard" inside a partial-manual one (`axis_names=`: its shapes one shard's of its manual axes)
  * @property {number} [devices]  scope "per device": how many devices run it (its FLOPs × this: its global figure)
+ * @property {number} [shards]  scope "per shard": how many shards of its manual axes run it (its FLOPs × this: its global figure)
  * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
  */
@@ -50,6 +52,7 @@
  * @property {string} [selected]
  * @property {string} [closed]
  * @property {number} [devices]  a shard_map body: how many devices run it
+ * @property {number} [shards]  a partial-manual shard_map body: how many shards of its manual axes run it
  */
 
 /**

@@ -113,7 +113,8 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} uncounted
  * @property {boolean} estimate
  * @property {boolean} template
- * @property {boolean} perDevice  inside a shard_map body: its figures are one device's
+ * @property {string | null} perRun  inside a shard_map body: "per device" (its figures are one device's) or
+ *   "per shard" (a partial-manual body's: one shard's of its manual axes); null elsewhere
  * @property {number | null} share
  * @property {{flops: number, bytes: number} | null} perBlock
  * @property {number | null | undefined} count  a stack's repetitions
@@ -337,7 +338,7 @@ export class CostPanel extends Panel {
           params: params ? Number(params.count) || 0 : null,
           flops: cost ? cost.flops : undefined, bytes: cost ? cost.bytes : undefined,
           uncounted: cost ? cost.uncounted || 0 : 0, estimate: !!(cost && cost.estimate), template: !!(cost && cost.template),
-          perDevice: !!(cost && cost.scope === "per device"),
+          perRun: cost && (cost.scope === "per device" || cost.scope === "per shard") ? cost.scope : null,
           share: cost ? shareOf(cost, total) : null,
           perBlock: it.type === "stack" && cost && cost.per_block ? cost.per_block : null,
           count: it.type === "stack" ? item.stack_count : null,
@@ -378,13 +379,13 @@ export class CostPanel extends Panel {
         : `${row.estimate ? "~" : ""}${formatFlops(row.flops)}${row.perBlock ? ` (${formatFlops(row.perBlock.flops)}/block)` : ""}`;
       const cells = [
         indent(el("td", { class: "cost-name", title: row.name },
-          (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : row.perDevice ? " (per device)" : "")), flat ? 0 : row.depth),
+          (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : row.perRun ? ` (${row.perRun})` : "")), flat ? 0 : row.depth),
         el("td", { class: "cost-cls" }, row.cls),
         el("td", { class: "num" }, row.params === null || row.params === undefined ? "" : formatCount(row.params)),
         el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : kindsText(row.kinds) },
           flops + (row.uncounted && row.flops !== null ? ` +${grouped(row.uncounted)}?` : "")),
         el("td", { class: "num" }, row.bytes === undefined ? "" : formatBytes(row.bytes)),
-        el("td", { class: "num", title: row.perDevice && row.share !== null ? "its FLOPs on one device × the devices that run it, of the program's global FLOPs" : "" },
+        el("td", { class: "num", title: row.perRun && row.share !== null ? (row.perRun === "per shard" ? "its FLOPs on one shard × the shards that run it, of the program's global FLOPs" : "its FLOPs on one device × the devices that run it, of the program's global FLOPs") : "" },
           row.share === null ? "" : `${(100 * row.share).toFixed(row.share < 0.001 ? 3 : 1)} %`),
       ];
       if (this.times) cells.push(el("td", { class: "num" }, row.time === null ? "" : formatTime(row.time)));
@@ -555,15 +556,17 @@ function metricValue(item, metric, total) {
  * program's per rank), or null: no figure, or one iteration of an unexecuted body (it says
  * nothing of how often it ran). A shard_map body's figures are one device's: every device
  * runs it, so its share is its FLOPs × its devices (its global figure, as its boundary
- * node's: a shard_map is its body × its devices); null when the count is not known.
+ * node's: a shard_map is its body × its devices); a partial-manual one's (scope "per shard")
+ * are one shard's of its manual axes: its FLOPs × its shards; null when the count is not known.
  * @param {ItemCost} cost
  * @param {number} total
  * @returns {number | null}
  */
 export function shareOf(cost, total) {
   if (cost.flops === null || cost.flops === undefined || !(total > 0) || cost.template) return null;
-  if (cost.scope !== "per device") return Number(cost.flops) / total;
-  return typeof cost.devices === "number" && cost.devices > 0 ? (Number(cost.flops) * cost.devices) / total : null;
+  if (cost.scope !== "per device" && cost.scope !== "per shard") return Number(cost.flops) / total;
+  const runs = cost.scope === "per shard" ? cost.shards : cost.devices;
+  return typeof runs === "number" && runs > 0 ? (Number(cost.flops) * runs) / total : null;
 }
 
 /**
