@@ -26,7 +26,9 @@ a ``TorchDispatchMode``, each calling straight through, the dispatch mode with t
 Dynamo guard as TensorViz's: its code marked for Dynamo to skip), so the rows say how much of the cost per op is the
 hooks themselves and how much is TensorViz's own recording; under it, each of the three
 mechanisms alone (module hooks alone, function mode alone, dispatch mode alone), so the
-floor is explained. ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
+floor is explained. Beside TensorViz's rows (the Python recorder, a ``TorchDispatchMode``),
+the native recorder's (``capture.torch.native``, statistics on and off; built first,
+outside the pairs; ``--recorder python`` leaves them out). ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
 of the pairs' CPU differences over the op count. Targets printed beside each figure (issues 40
 and 51): statistics on <= 1.25x, off <= 1.10x; <= 30 us per op off, <= 60 us on. "Stats on"
 is the graph the user first sees, as the worker sends it: every activation's statistics
@@ -210,10 +212,27 @@ def capture_three_pass(model: torch.nn.Module, x: torch.Tensor, files: Workspace
 
 
 def capture_once(model: torch.nn.Module, x: torch.Tensor, stats: bool, files: WorkspaceFiles,
-                 parameters: str = "later", after: bool = False):
+                 parameters: str = "later", after: bool = False, recorder: str = "python"):
     """The graph as the worker sends it (``parameters="later"``: the parameters'
     statistics measured after it; ``after``: those measured too, as the worker then
-    does); ``parameters="now"`` measures them in the forward, as before issue 51."""
+    does); ``parameters="now"`` measures them in the forward, as before issue 51.
+    ``recorder``: ``python`` (the dispatch mode) or ``native`` (``capture.torch.native``)."""
+    before = os.environ.get(RECORDER_ENV)
+    os.environ[RECORDER_ENV] = recorder
+    try:
+        return _capture_once(model, x, stats, files, parameters, after)
+    finally:
+        if before is None:
+            os.environ.pop(RECORDER_ENV, None)
+        else:
+            os.environ[RECORDER_ENV] = before
+
+
+RECORDER_ENV = "TENSORVIZ_TORCH_RECORDER"
+
+
+def _capture_once(model: torch.nn.Module, x: torch.Tensor, stats: bool, files: WorkspaceFiles,
+                  parameters: str, after: bool):
     trace = TorchTrace(files, stats=stats, parameters=parameters)
     trace.label_module(model)
     inputs = {"dict": [["args", {"tuple": [trace.structure(x, label="args[0]")]}], ["kwargs", {"dict": []}]]}
@@ -411,6 +430,20 @@ What each row times (process CPU, from the trace's creation to the Capture objec
   parameters in forward  every parameter measured when first read, before the graph (before issue 51)."""
 
 
+def native_ready(args) -> bool:
+    """Whether the native recorder's rows are measured (built first, outside the pairs)."""
+    if args.recorder == "python":
+        return False
+    try:
+        from capture.torch.native import load
+
+        load(wait=True)
+    except Exception as exc:  # noqa: BLE001 - no compiler here: the Python rows only
+        print(f"native recorder: not measured ({exc})")
+        return False
+    return True
+
+
 def suite(args) -> None:
     warnings.filterwarnings("ignore")
     print(f"torch {torch.__version__}; {load_line()}")
@@ -435,6 +468,11 @@ def suite(args) -> None:
                     "on, now": lambda: capture_once(model, x, True, files, parameters="now")}
                 variants.update({"off": lambda: capture_once(model, x, False, files),
                                  "floor": lambda: hook_floor(model, x)})
+                if native_ready(args):
+                    capture_once(model, x, True, files, recorder="native")
+                    if not args.off_only:
+                        variants["native on"] = lambda: capture_once(model, x, True, files, recorder="native")
+                    variants["native off"] = lambda: capture_once(model, x, False, files, recorder="native")
                 for key, _, mechanisms in MECHANISMS:
                     variants[key] = lambda mechanisms=mechanisms: hook_floor(model, x, mechanisms)
                 if batch == 1 and not args.no_peers and not args.off_only:
@@ -464,7 +502,9 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
     print(f"\n{name}, batch {batch}, {threads} thread(s): {n_ops:,} ops; plain forward {plain:.4f} s CPU")
     print(f"  {'':26}{'x plain':>9}{'us/op':>9}{'cpu s':>9}   target")
     for key, label, target, us_target in (("on", "TensorViz, stats on", TARGET_ON, TARGET_US_ON),
-                                          ("off", "TensorViz, stats off", TARGET_OFF, TARGET_US_OFF)):
+                                          ("off", "TensorViz, stats off", TARGET_OFF, TARGET_US_OFF),
+                                          ("native on", "  native recorder, on", TARGET_ON, TARGET_US_ON),
+                                          ("native off", "  native recorder, off", TARGET_OFF, TARGET_US_OFF)):
         if key not in got:
             continue
         row = got[key]
@@ -497,7 +537,7 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
         if row and not row.get("error"):
             print(f"  {label:26}{row['ratio']:9.2f}{row['diff'] / n_ops * 1e6:9.1f}{row['cpu_best']:9.4f}   {what}")
     for key, row in got.items():
-        if key in ("on", "off", "floor", *extra) or key.startswith("floor:"):
+        if key in ("on", "off", "native on", "native off", "floor", *extra) or key.startswith("floor:"):
             continue
         if row.get("error"):
             print(f"  {key:26}   failed: {row['error']}")
@@ -671,6 +711,8 @@ def main() -> None:
     ap.add_argument("--model", choices=("encoder", "gpt2", "resnet50", "nanogpt", "llama"),
                     help="one model in detail (the earlier report) instead of the three models users run")
     ap.add_argument("--nanogpt", default="", help="nanoGPT's model.py (read at run time; skipped when not given)")
+    ap.add_argument("--recorder", default="both", choices=("both", "python"),
+                    help="both: the native recorder's rows (capture.torch.native) beside the Python path's")
     ap.add_argument("--scaling", action="store_true", help="capture and encode vs op count, and the whole CLI")
     ap.add_argument("--sizes", default="1000,10000,100000", help="--scaling: op counts wanted")
     ap.add_argument("--layers", type=int, default=12)

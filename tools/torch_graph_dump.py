@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 for extra in (ROOT, ROOT / "benchmarks", ROOT / "tests" / "torch", ROOT / "tests"):
     sys.path.insert(0, str(extra))
 
-# meta keys that differ between two runs of the same code.
+# meta keys that differ between two runs of the same code ("recorder": which recorder
+# made the graph, capture.torch.native: the graphs are compared, not how they were made).
 _VOLATILE = ("time", "seconds", "_s", "memory", "rss", "wall", "cpu", "elapsed", "host", "pid")
 STATS_TOLERANCE = 1e-5
 
@@ -70,7 +71,7 @@ def as_data(capture: Any) -> dict[str, Any]:
     cap = graphfile.decode(graphfile.encode(capture))
     data = _plain(cap)
     data["meta"] = {k: v for k, v in (data.get("meta") or {}).items()
-                    if not any(word in k.lower() for word in _VOLATILE)}
+                    if not any(word in k.lower() for word in _VOLATILE) and k != "recorder"}
     data.pop("recipe", None)
     for frame in data.get("frames", []):
         if isinstance(frame, dict) and frame.get("library"):

@@ -217,6 +217,7 @@ class CaptureMeta(TypedDict, total=False):
     per_device_memory: PerDeviceMemory  # bytes one device holds
     values_without_producer: ValuesWithoutProducer  # values read that nothing produced
     stats_pending: int  # values whose statistics follow the graph
+    recorder: str  # which Torch recorder made the graph: "native" (capture.torch.native), or "python: why"
     stats_missing: str  # why the statistics that were to follow never came
     stats_skipped_values: int  # values with no statistics (dtype/device without reductions)
 

@@ -485,10 +485,11 @@ def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: t
         elif step is not None and kind == "module":
             model.zero_grad(set_to_none=True)
         _check_call(model, kind, args, kwargs)
+        # set before recording: whether autograd is tracked decides which recorder records
+        trace.track_autograd = step is not None
         try:
             with (evidence.running(trace) if evidence is not None else nullcontext()), \
                     (branches.watching() if branches is not None else nullcontext()), trace.recording():
-                trace.track_autograd = step is not None
                 if kind == "module":
                     output = model(*args, **kwargs)
                 else:

@@ -46,6 +46,8 @@ from .dtensors import BOUNDARY_OPS
 from ..worker.errors import LimitExceeded
 
 GROUP_KIND = "function"
+# ``x.data``: an aten::detach under a dispatch mode, no op at all natively (capture.torch.native).
+_DATA = "torch.Tensor.data"
 # A call's kernels become a function group from this many; one gets params["function"].
 MIN_GROUP_KERNELS = 2
 
@@ -92,6 +94,11 @@ class FunctionCalls(TorchFunctionMode):
         super().__init__()
         self.trace = trace
         self._names: dict[Any, tuple[str, str] | None] = {}
+        # The native recorder's rows into the node list before it is read (None: the
+        # Python path, whose nodes are made as the ops run).
+        native = getattr(trace, "_native", None)
+        self._sync = native.sync if native is not None else None
+        self._data_of = native.data_of if native is not None else None
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if kwargs is None:
@@ -109,8 +116,15 @@ class FunctionCalls(TorchFunctionMode):
         trace = self.trace
         b = trace.b
         nodes = b.nodes
+        sync = self._sync
+        if sync is not None:
+            sync()
         start, groups_before, parent = len(nodes), len(b.groups), trace.current_group
         out = func(*args, **kwargs)
+        if sync is not None:
+            if names[0] == _DATA and args:
+                self._data_of(args[0], out)  # type: ignore[misc]
+            sync()
         end = len(nodes)
         if end > start:
             if end == start + 1 and len(b.groups) == groups_before:

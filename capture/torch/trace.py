@@ -266,6 +266,10 @@ class TorchTrace(TraceValues, TraceFrames):
         # not run without data (kept in case user code swallows them).
         self.limit_error: LimitExceeded | None = None
         self.data_error: CaptureError | None = None
+        # The native recorder (capture.torch.native) when a recording used it, and what
+        # recorded (meta["recorder"]: "native", or "python" and why).
+        self._native: Any = None
+        self.recorder_note: str | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -294,6 +298,8 @@ class TorchTrace(TraceValues, TraceFrames):
         if id(t) not in self._labels:
             self._labels[id(t)] = (kind, name)
             self._label_keep.append(t)  # ids stay valid while the label exists
+            if self._native is not None:
+                self._native.label(t, kind, name)
 
     def label(self, t: _Tensor, kind: str, name: str) -> None:
         """Label an outside tensor before it is first seen (``input`` / ``args[0]`` …)."""
@@ -310,6 +316,7 @@ class TorchTrace(TraceValues, TraceFrames):
         """Record ops and module calls inside the block (one recording at a time)."""
         if self._active:
             raise RuntimeError("this trace is already recording")
+        native = self._native_recording()
         mm = torch.nn.modules.module
         pre = mm.register_module_forward_pre_hook(self._guard(self._pre_hook))
         post = mm.register_module_forward_hook(self._guard(self._post_hook), always_call=True)
@@ -325,31 +332,53 @@ class TorchTrace(TraceValues, TraceFrames):
         # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
         self._outer_frame = sys._getframe(2)
         try:
-            mode = _mode_class()
-            with gc_pause.paused(), mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
+            if native is not None:
+                native.start(self._outer_frame)
+                mode: Any = nullcontext()
+            else:
+                mode = _mode_class()(self)
+            with gc_pause.paused(), mode, (FunctionCalls(self) if self.functions else nullcontext()):
                 try:
                     yield self
                 finally:
+                    try:
+                        if native is not None:
+                            native.stop()
+                            native.sync()
+                    finally:
+                        self._freeze()
                     # What the recording made and kept (the graph: values, nodes, their
                     # dicts and lists, since the last _checkpoint) goes straight to the
                     # oldest generation with the frozen objects (unfreeze, below) instead of
                     # being walked by the young collection that the first allocation after
                     # the pause would run: that walk was ~7% of a capture's CPU time. Cyclic
                     # garbage among them waits for a full collection.
-                    gc.freeze()
         finally:
             gc.unfreeze()
             self._outer_frame = None
             self._stack = [entry[:3] + (None, None) for entry in self._stack]  # drop frame refs
+            if native is not None:
+                native.stop()
             self._active = False
             pre.remove()
             post.remove()
 
+    @staticmethod
+    def _freeze() -> None:
+        gc.freeze()
+
     def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
         def guarded(*args: Any) -> None:
+            native = self._native
             try:
                 with _NoTorchFunction():
-                    hook(*args)
+                    if native is None:
+                        hook(*args)
+                    else:  # the hooks run no ops; a value they read syncs the recorder's rows
+                        try:
+                            hook(*args)
+                        finally:
+                            native.top()
             except LimitExceeded as exc:
                 if self.limit_error is None:
                     self.limit_error = exc
@@ -357,15 +386,41 @@ class TorchTrace(TraceValues, TraceFrames):
 
         return guarded
 
+    def _native_recording(self) -> Any:
+        """The native recorder for this recording (``capture.torch.native``), or None:
+        the Python path (``recorder_note`` says why)."""
+        from .native.recording import NativeRecording, choose
+
+        self._native = None
+        module, self.recorder_note = choose(self)
+        if module is None:
+            return None
+        native = NativeRecording(module, self, CHECKPOINT_OPS)
+        self._native = native
+        # From now on a tensor's value is the recorder's (its tables hold the state).
+        self.value_of = native.value_of  # type: ignore[method-assign]
+        return native
+
+    def sync(self) -> None:
+        """The native recorder's rows into the builder (nothing on the Python path)."""
+        if self._native is not None:
+            self._native.sync()
+
     @contextmanager
     def scope(self, kind: str, name: str, attrs: dict[str, Any] | None = None) -> Iterator[int]:
         """A group around the ops of the block (``loss``, ``optimizer`` …)."""
+        self.sync()
         gid = self.b.group(kind, name, self.current_group, attrs)
         self._stack.append((gid, None, None, *self._entry()))
+        if self._native is not None:
+            self._native.top()
         try:
             yield gid
         finally:
+            self.sync()
             self._pop_to(gid)
+            if self._native is not None:
+                self._native.top()
 
     @contextmanager
     def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
@@ -707,6 +762,8 @@ class TorchTrace(TraceValues, TraceFrames):
         allocates a list per aliased value, which made it run full collections over the
         whole graph)."""
         if self.statistics is not None:
+            if self._native is not None:
+                self.statistics.skipped += self._native.skipped
             self.statistics.finish()
         with gc_pause.paused():
             self._list_aliases()
@@ -781,6 +838,8 @@ class TorchTrace(TraceValues, TraceFrames):
             info["stats_skipped_values"] = self.statistics.skipped
         if self.statistics is not None and self.statistics.pending:
             info["stats_pending"] = self.statistics.pending  # values measured after the graph
+        if self.recorder_note is not None:
+            info["recorder"] = self.recorder_note
         info.update(meta or {})
         if self.abstract and scope != ABSTRACT_FORWARD_SCOPE:
             raise ValueError(f"an abstract trace records scope {ABSTRACT_FORWARD_SCOPE!r}, not {scope!r}")

@@ -4,6 +4,7 @@ and the ``tensorviz capture`` command, each starting the selected interpreter.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,7 +125,8 @@ def test_models_that_load_dynamo_keep_its_guard_on_the_mode():
         "print(type(mode).__name__, len(graphs), dict(counters['graph_break']),\n"
         "      [n.op for n in tr.b.nodes])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, TENSORVIZ_TORCH_RECORDER="python")  # the dispatch mode's guard (the native: below)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[:3] == ["_Mode", "0", "{}"], proc.stdout
     assert "['aten::t', 'aten::addmm', 'aten::t', 'aten::addmm']" in proc.stdout

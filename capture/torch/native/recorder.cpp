@@ -1,0 +1,1503 @@
+// TensorViz's native Torch recorder: a RecordFunction global callback recording the ops a
+// TorchDispatchMode would see (capture.torch.trace's _Mode), with the same value identity,
+// versions, storages, literals, frames and activation statistics, into C++ columns that
+// flush() turns into the trace's Value / Node / Operand objects. See capture/torch/native/.
+#include <torch/extension.h>
+#include <ATen/record_function.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/DynamicTypes.h>
+#include <Python.h>
+#include <frameobject.h>
+#include <chrono>
+#include <exception>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace {
+
+using TensorWeak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+constexpr int64_t kNone = std::numeric_limits<int64_t>::min();  // a version not yet read
+
+// How a literal argument is turned into Python (the arg's schema type).
+enum ArgKind : int8_t { kGeneric = 0, kDtype = 1, kLayout = 2, kMemFormat = 3 };
+
+struct OpInfo {
+  std::string name;           // aten::add.Tensor (".default" dropped)
+  bool composite = false;     // CompositeImplicitAutograd: decomposes above a dispatch mode
+  bool invisible = false;     // never reaches a dispatch mode (nor what it calls)
+  const c10::FunctionSchema* schema = nullptr;
+  std::vector<int> written;   // argument positions the schema marks as written
+  std::vector<int8_t> kinds;  // per argument, its ArgKind
+  int keep_args = -1;         // only this many arguments (a renamed op), -1 all
+  PyObject* py_name = nullptr;
+};
+
+struct Literal {
+  c10::IValue v;
+  int8_t kind;
+};
+
+struct OperandRow {
+  int32_t position;
+  int64_t value;    // -1: a literal
+  int32_t literal;  // index into literals, -1: none (value)
+};
+
+struct NodeRow {
+  int32_t op;
+  int64_t group;
+  int64_t frame;  // resolved frame id, or -1
+  std::vector<OperandRow> inputs;
+  std::vector<int64_t> outputs;
+  int32_t result = -1;  // literal index of a non-tensor result
+  // while the op runs (the boxed inputs are gone at its end): its first argument when a
+  // tensor and that operand's value, and the tensors it writes
+  at::Tensor first;
+  int64_t first_vid = -1;
+  std::vector<at::Tensor> written;
+};
+
+struct LiveEntry {
+  TensorWeak ref;
+  int64_t version;
+  int64_t vid;
+};
+
+struct StorageEntry {
+  int64_t sid;
+  std::vector<TensorWeak> refs;
+};
+
+struct ValueRow {
+  std::vector<int64_t> shape;
+  int8_t dtype;
+  std::vector<int64_t> strides;
+  int64_t offset;
+  int64_t bytes;
+  bool strided;
+  std::string layout;
+  // extra keys in order: kind code and an int or string
+  std::vector<std::pair<int8_t, int64_t>> extra;  // codes below
+  std::string label_name;
+  int64_t storage;
+  std::string device;  // empty: "cpu"
+};
+// extra codes
+enum Extra : int8_t { kVersionOf, kWrittenBy, kChangedOutside, kParam, kBuffer, kInput, kExternal, kRequiresGrad,
+                      kOtherLabel };
+
+struct Stats {
+  double mn, mx, mean, sd;
+  int64_t nan, inf;
+  bool masked;   // NaN/Inf present: the key order nan, inf, min, max, mean, std
+  bool none;     // nothing finite: min..std None
+};
+
+// Per value: 0 no statistics known, 1 measured here (stats row), 2 known by Python's
+// ActivationStatistics (a value made before recording, or a parameter waiting for later),
+// 3 shares a value measured here.
+struct StatState {
+  int8_t state = 0;
+  int64_t ref = -1;  // row in stats (1) or the value shared (3)
+};
+
+struct Frame {
+  PyFrameObject* stop = nullptr;
+  int64_t stop_fid = -1;
+  bool stop_lib = false;
+};
+
+class Recorder;
+Recorder* active = nullptr;
+thread_local bool tl_owner = false;
+at::CallbackHandle handle = 0;
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn);
+void on_end(const at::RecordFunction& fn, at::ObserverContext*);
+
+template <typename T>
+void moments(const T* p, int64_t n, double* out) {
+  double lo = INFINITY, hi = -INFINITY, s = 0.0, q = 0.0;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = static_cast<double>(p[i]);
+    if (v != v) { nan = true; continue; }
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    s += v;
+    q += v * v;
+  }
+  if (nan) lo = hi = NAN;
+  out[0] = lo; out[1] = hi; out[2] = s; out[3] = q;
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+
+// Min, max, sum and sum of squares of n floats in one pass: 2 x 8 lanes over chunks of 1024,
+// each chunk's sums added in double. Compiled twice (AVX2 and the baseline), picked at load
+// time by the CPU (GCC's target_clones): the build stays portable.
+__attribute__((target_clones("avx2", "default")))
+void moments_f32(const float* p, int64_t n, double* out) {
+  v8f mn0, mn1, mx0, mx1;
+  for (int l = 0; l < 8; ++l) { mn0[l] = INFINITY; mx0[l] = -INFINITY; }
+  mn1 = mn0;
+  mx1 = mx0;
+  double s = 0.0, q = 0.0;
+  int64_t i = 0;
+  for (; i + 1024 <= n; i += 1024) {
+    v8f s0 = {0, 0, 0, 0, 0, 0, 0, 0}, s1 = s0, q0 = s0, q1 = s0;
+    for (int64_t j = 0; j < 1024; j += 16) {
+      v8f a, b;
+      std::memcpy(&a, p + i + j, sizeof a);
+      std::memcpy(&b, p + i + j + 8, sizeof b);
+      mn0 = a < mn0 ? a : mn0;
+      mn1 = b < mn1 ? b : mn1;
+      mx0 = a > mx0 ? a : mx0;
+      mx1 = b > mx1 ? b : mx1;
+      s0 += a;
+      s1 += b;
+      q0 += a * a;
+      q1 += b * b;
+    }
+    for (int l = 0; l < 8; ++l) {
+      s += static_cast<double>(s0[l]) + static_cast<double>(s1[l]);
+      q += static_cast<double>(q0[l]) + static_cast<double>(q1[l]);
+    }
+  }
+  float lo = INFINITY, hi = -INFINITY;
+  for (int l = 0; l < 8; ++l) {
+    lo = std::fmin(lo, std::fmin(mn0[l], mn1[l]));
+    hi = std::fmax(hi, std::fmax(mx0[l], mx1[l]));
+  }
+  for (; i < n; ++i) {
+    float v = p[i];
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    s += v;
+    q += static_cast<double>(v) * v;
+  }
+  // A NaN anywhere makes the sum NaN (the vector min/max skip it): min and max then NaN.
+  if (s != s) { lo = hi = NAN; }
+  out[0] = lo; out[1] = hi; out[2] = s; out[3] = q;
+}
+
+bool finite(double x) { return std::isfinite(x); }
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+int64_t t_start = 0, t_end = 0, t_flush = 0, t_frames = 0, n_events = 0;
+
+struct Timer {
+  int64_t& acc;
+  int64_t t0;
+  explicit Timer(int64_t& a) : acc(a), t0(now_ns()) {}
+  ~Timer() { acc += now_ns() - t0; }
+};
+
+
+class Recorder {
+ public:
+  // configuration
+  py::object value_cls, node_cls, operand_cls;
+  py::object code_kind_cb, intern_cb, before_write_cb;
+  int64_t max_ops, max_values;
+  bool stats_on, params_later;
+  PyObject* outer = nullptr;
+
+  // state
+  std::unordered_map<const c10::OperatorHandle*, int32_t> op_index;
+  std::unordered_map<std::string, int32_t> op_by_name;
+  std::vector<OpInfo> ops;
+  std::unordered_map<const c10::TensorImpl*, LiveEntry> live;
+  std::unordered_map<const c10::TensorImpl*, std::pair<std::string, std::string>> labels;
+  std::vector<at::Tensor> label_keep;
+  std::unordered_map<const void*, StorageEntry> storages;
+  int64_t n_storages = 0;
+  std::vector<int64_t> value_storage, producer, born;
+  std::vector<bool> owns_storage;
+  std::unordered_map<int64_t, int64_t> storage_writer;
+  std::vector<ValueRow> values;  // rows not yet flushed (values_base + i)
+  int64_t values_base = 0, n_values = 0;
+  std::vector<NodeRow> nodes;  // rows not yet flushed
+  int64_t nodes_base = 0, n_nodes = 0;
+  std::vector<std::pair<int64_t, int64_t>> late_outputs;  // (node, value) appended to a node's outputs
+  std::vector<Literal> literals;
+  std::vector<StatState> stat_state;  // per value id (all values)
+  std::vector<Stats> stats;
+  std::vector<PyObject*> stats_py;  // per stats row, its dict once made
+  std::vector<std::pair<int64_t, int64_t>> py_shares;  // statistics.share(vid, src) at flush
+  std::vector<std::tuple<int64_t, at::Tensor, int64_t>> later_new;  // statistics.later at flush
+  std::unordered_map<int64_t, std::vector<std::pair<int64_t, at::Tensor>>> later_waiting;  // sid -> not yet handed
+  std::unordered_set<int64_t> later_handed;  // sids with values waiting in Python
+  int64_t skipped = 0;
+  std::unordered_map<int8_t, PyObject*> dtype_names;
+  std::unordered_map<int8_t, std::string> dtype_str;
+  // frames
+  std::unordered_map<PyObject*, int8_t> code_kind;  // 0 neither, 1 workspace, 2 library
+  std::unordered_map<PyObject*, PyObject*> code_path;
+  std::unordered_map<uint64_t, int64_t> addr_frame;
+  Frame top;
+  int64_t group = -1;
+  // the open events of this thread
+  struct Open {
+    int32_t node;  // row index (absolute node id) or -1
+    bool children_visible;
+    bool paused;
+  };
+  std::vector<Open> open;
+  int64_t top_frame = -2;  // the frame id of the open top-level event (-2: not computed)
+  PyFrameObject* top_pyframe = nullptr;
+  int paused = 0;
+  bool rf_off = false;  // RecordFunction switched off inside an event whose callees are no graph ops
+  // the first limit reached
+  bool failed = false;
+  std::string fail_kind, fail_what;
+  int64_t fail_limit = 0, fail_got = 0;
+  std::string error;  // an unexpected error inside the callback
+
+  ~Recorder() {
+    for (auto& kv : code_kind) Py_DECREF(kv.first);
+    for (auto& kv : code_path) Py_XDECREF(kv.second);
+    for (auto& kv : dtype_names) Py_XDECREF(kv.second);
+    for (PyObject* o : stats_py) Py_XDECREF(o);
+    for (auto& op : ops) Py_XDECREF(op.py_name);
+  }
+
+  // ------------------------------------------------------------ ops
+
+  std::unordered_map<const char*, int32_t> op_by_ptr;
+
+  int32_t op_of(const at::RecordFunction& fn) {
+    const char* key_ptr = fn.name();
+    auto hit = op_by_ptr.find(key_ptr);
+    if (hit != op_by_ptr.end()) return hit->second;
+    int32_t got = op_of_slow(fn);
+    if (got >= 0) op_by_ptr.emplace(key_ptr, got);
+    return got;
+  }
+
+  int32_t op_of_slow(const at::RecordFunction& fn) {
+    auto opname = fn.operator_name();
+    if (!opname) return -1;
+    auto h = c10::Dispatcher::singleton().findOp(*opname);
+    if (!h) return -1;
+    // keyed by the handle's operatorDef address (stable while the op is registered)
+    std::string key = opname->name + "." + opname->overload_name;
+    auto it = op_by_name.find(key);
+    if (it != op_by_name.end()) return it->second;
+    OpInfo info;
+    info.name = opname->name;
+    if (!opname->overload_name.empty() && opname->overload_name != "default") info.name += "." + opname->overload_name;
+    info.composite = h->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
+    info.schema = &h->schema();
+    const auto& args = info.schema->arguments();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto& a = args[i];
+      if (a.alias_info() && a.alias_info()->isWrite()) info.written.push_back(static_cast<int>(i));
+      auto t = a.real_type();
+      if (auto o = t->cast<c10::OptionalType>()) t = o->getElementType();
+      int8_t kind = kGeneric;
+      if (t->kind() == c10::TypeKind::ScalarTypeType) kind = kDtype;
+      else if (t->kind() == c10::TypeKind::LayoutType) kind = kLayout;
+      else if (t->kind() == c10::TypeKind::MemoryFormatType) kind = kMemFormat;
+      info.kinds.push_back(kind);
+    }
+    // Ops whose autograd kernel never redispatches below it: a dispatch mode never sees them.
+    static const std::unordered_set<std::string> autograd_only = {
+        "aten::detach_", "aten::requires_grad_", "aten::retain_grad", "aten::retains_grad", "aten::set_data",
+        "aten::_backward", "aten::is_leaf", "aten::output_nr", "aten::_version", "aten::_fw_primal"};
+    if (autograd_only.count(info.name)) info.invisible = true;
+    if (info.name == "aten::_reshape_alias") {
+      // A dispatch mode makes reshape decompose to view (isTensorSubclassLike): the same
+      // alias, named as that mode sees it, without the strides argument.
+      info.name = "aten::view";
+      info.keep_args = 2;
+    }
+    int32_t i = static_cast<int32_t>(ops.size());
+    ops.push_back(std::move(info));
+    op_by_name.emplace(key, i);
+    return i;
+  }
+
+  PyObject* op_py_name(int32_t i) {
+    auto& info = ops[i];
+    if (!info.py_name) info.py_name = PyUnicode_FromString(info.name.c_str());
+    return info.py_name;
+  }
+
+  // ------------------------------------------------------------ values
+
+  bool is_value(const at::Tensor& t) const {
+    return t.defined() && !t.unsafeGetTensorImpl()->is_wrapped_number();
+  }
+
+  static int64_t version_of(const at::Tensor& t) {
+    return static_cast<int64_t>(t.unsafeGetTensorImpl()->version_counter().current_version());
+  }
+
+  void fail(const char* kind, int64_t limit, int64_t got, const char* what) {
+    if (failed) return;
+    failed = true;
+    fail_kind = kind;
+    fail_limit = limit;
+    fail_got = got;
+    fail_what = what;
+  }
+
+  int64_t storage_of(const at::Tensor& t, int64_t vid) {
+    const void* key = t.has_storage() ? static_cast<const void*>(t.storage().unsafeGetStorageImpl()) : nullptr;
+    if (key) {
+      auto it = storages.find(key);
+      if (it != storages.end()) {
+        auto& refs = it->second.refs;
+        size_t k = 0;
+        while (k < refs.size() && refs[k].expired()) ++k;
+        if (k) refs.erase(refs.begin(), refs.begin() + k);
+        if (!refs.empty()) {
+          refs.emplace_back(t.getIntrusivePtr());
+          value_storage.push_back(it->second.sid);
+          owns_storage.push_back(false);
+          return it->second.sid;
+        }
+      }
+    }
+    int64_t sid = n_storages++;
+    if (key) {
+      StorageEntry e{sid, {}};
+      e.refs.emplace_back(t.getIntrusivePtr());
+      storages[key] = std::move(e);
+    }
+    value_storage.push_back(sid);
+    owns_storage.push_back(true);
+    (void)vid;
+    return sid;
+  }
+
+  // A new value of tensor t (-1: failed at the values limit).
+  int64_t new_value(const at::Tensor& t, int64_t prod, std::vector<std::pair<int8_t, int64_t>>&& extra,
+                    int64_t version, std::string label_name = std::string()) {
+    int64_t vid = n_values;
+    if (vid >= max_values) {
+      fail("max_values", max_values, vid + 1, "");
+      return -1;
+    }
+    ValueRow row;
+    auto sizes = t.sizes();
+    row.shape.assign(sizes.begin(), sizes.end());
+    row.dtype = static_cast<int8_t>(t.scalar_type());
+    if (!t.device().is_cpu()) row.device = t.device().str();
+    row.strided = t.layout() == c10::kStrided;
+    if (row.strided) {
+      auto st = t.strides();
+      row.strides.assign(st.begin(), st.end());
+      row.offset = t.storage_offset();
+      row.bytes = t.nbytes();
+    } else {
+      row.offset = 0;
+      row.layout = layout_name(t.layout());
+      row.bytes = t.numel() * static_cast<int64_t>(t.element_size());
+    }
+    row.extra = std::move(extra);
+    row.label_name = std::move(label_name);
+    ensure_dtype(t);
+    values.push_back(std::move(row));
+    ++n_values;
+    stat_state.emplace_back();
+    values.back().storage = storage_of(t, vid);
+    if (prod < 0) {
+      producer.push_back(-1);
+      born.push_back(n_nodes);
+    } else {
+      producer.push_back(prod);
+      born.push_back(prod + 1);
+    }
+    live.insert_or_assign(t.unsafeGetTensorImpl(), LiveEntry{TensorWeak(t.getIntrusivePtr()), version, vid});
+    return vid;
+  }
+
+  void ensure_dtype(const at::Tensor& t) { ensure_dtype(t.scalar_type()); }
+
+  void ensure_dtype(at::ScalarType type) {
+    auto st = static_cast<int8_t>(type);
+    if (dtype_str.count(st)) return;
+    // torch's own name: str(dtype) without "torch."
+    PyGILState_STATE g = PyGILState_Ensure();
+    std::string s = py::str(reinterpret_cast<PyObject*>(torch::getTHPDtype(type)));
+    if (s.rfind("torch.", 0) == 0) s = s.substr(6);
+    dtype_str[st] = s;
+    dtype_names[st] = PyUnicode_FromString(s.c_str());
+    PyGILState_Release(g);
+  }
+
+  bool floating(const at::Tensor& t) const { return at::isFloatingType(t.scalar_type()); }
+
+  int64_t value_of(const at::Tensor& t) {
+    const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    auto it = live.find(impl);
+    if (it != live.end() && !it->second.ref.expired()) {
+      int64_t vid = it->second.vid;
+      int64_t version = it->second.version;
+      int64_t cur = version_of(t);
+      if (version == kNone || version != cur) {
+        auto w = storage_writer.find(value_storage[vid]);
+        int64_t writer = w == storage_writer.end() ? -1 : w->second;
+        if (writer >= born[vid]) {
+          int64_t nv = new_value(t, writer, {{kVersionOf, vid}, {kWrittenBy, writer}}, cur);
+          if (nv < 0) return -1;
+          late_outputs.emplace_back(writer, nv);
+          if (stats_on && floating(t)) measure(nv, t);
+          return nv;
+        }
+        if (version != kNone) return new_value(t, -1, {{kVersionOf, vid}, {kChangedOutside, 1}}, cur);
+        it->second.version = cur;
+      }
+      return vid;
+    }
+    auto lab = labels.find(impl);
+    std::vector<std::pair<int8_t, int64_t>> extra;
+    std::string name;
+    int8_t kind = -1;
+    if (lab != labels.end()) {
+      const std::string& k = lab->second.first;
+      kind = k == "param" ? kParam : k == "buffer" ? kBuffer : k == "input" ? kInput : kOtherLabel;
+      extra.emplace_back(kind, 0);
+      name = kind == kOtherLabel ? k + std::string(1, '\0') + lab->second.second : lab->second.second;
+    } else {
+      extra.emplace_back(kExternal, 1);
+    }
+    if (t.requires_grad()) extra.emplace_back(kRequiresGrad, 1);
+    int64_t vid = new_value(t, -1, std::move(extra), version_of(t), name);
+    if (vid < 0) return -1;
+    if (stats_on && floating(t)) {
+      if (kind == kParam && params_later) later(vid, t);
+      else measure(vid, t);
+    }
+    return vid;
+  }
+
+  // ------------------------------------------------------------ statistics
+
+  void later(int64_t vid, const at::Tensor& t) {
+    if (t.numel() == 0) return;
+    stat_state[vid].state = 2;
+    later_new.emplace_back(vid, t.detach(), value_storage[vid]);
+    later_waiting[value_storage[vid]].emplace_back(vid, t);
+  }
+
+  void measure(int64_t vid, const at::Tensor& t) {
+    int64_t n = t.numel();
+    if (n == 0) return;
+    if (!t.device().is_cpu()) {
+      ++skipped;
+      return;
+    }
+    at::RecordFunctionGuard no_record(false);
+    c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
+    Stats s{};
+    try {
+      stats_of(t, s);
+    } catch (const std::exception&) {
+      ++skipped;
+      return;
+    }
+    stat_state[vid].state = 1;
+    stat_state[vid].ref = static_cast<int64_t>(stats.size());
+    stats.push_back(s);
+    stats_py.push_back(nullptr);
+  }
+
+  void stats_of(const at::Tensor& t0, Stats& s) {
+    at::Tensor t = t0;
+    if (t.is_neg() || t.is_conj()) t = t.resolve_neg().resolve_conj();
+    auto st = t.scalar_type();
+    at::Tensor c = t.is_contiguous() ? t : dense_or_copy(t);
+    if (st != at::kFloat && st != at::kDouble && st != at::kBFloat16 && st != at::kHalf) {
+      c = c.to(at::kFloat);
+      st = at::kFloat;
+    }
+    int64_t n = c.numel();
+    double m[4];
+    if (st == at::kFloat) moments_f32(c.const_data_ptr<float>(), n, m);
+    else if (st == at::kDouble) moments(c.const_data_ptr<double>(), n, m);
+    else if (st == at::kBFloat16) moments(c.const_data_ptr<at::BFloat16>(), n, m);
+    else moments(c.const_data_ptr<at::Half>(), n, m);
+    if (!(finite(m[0]) && finite(m[1]))) {
+      if (st == at::kFloat) masked_loop(c.const_data_ptr<float>(), n, s);
+      else if (st == at::kDouble) masked_loop(c.const_data_ptr<double>(), n, s);
+      else if (st == at::kBFloat16) masked_loop(c.const_data_ptr<at::BFloat16>(), n, s);
+      else masked_loop(c.const_data_ptr<at::Half>(), n, s);
+      return;
+    }
+    summary(c, n, m, s);
+  }
+
+  at::Tensor dense_or_copy(const at::Tensor& t) {
+    // the elements as one dense run when they fill a block (a permutation), else a copy
+    std::vector<std::pair<int64_t, int64_t>> dims;
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.size(d) != 1) dims.emplace_back(t.stride(d), t.size(d));
+    std::sort(dims.begin(), dims.end());
+    int64_t expected = 1;
+    bool dense = true;
+    for (auto& p : dims) {
+      if (p.first != expected) { dense = false; break; }
+      expected *= p.second;
+    }
+    if (dense) return t.as_strided({t.numel()}, {1}, t.storage_offset());
+    return t.contiguous();
+  }
+
+  void summary(const at::Tensor& c, int64_t n, const double* m, Stats& s) {
+    s.masked = false;
+    s.none = false;
+    s.nan = s.inf = 0;
+    s.mn = m[0];
+    s.mx = m[1];
+    if (m[0] == m[1]) {
+      s.mean = m[0];
+      s.sd = 0.0;
+      return;
+    }
+    double mean = m[2] / n, var = m[3] / n - mean * mean;
+    if (!finite(mean) || !finite(var)) {  // float32 overflow: again in float64
+      double m2[4];
+      at::Tensor d = c.to(at::kDouble).contiguous();
+      moments(d.const_data_ptr<double>(), n, m2);
+      mean = m2[2] / n;
+      var = m2[3] / n - mean * mean;
+    }
+    s.mean = mean;
+    if (var < 1e-4 * mean * mean) {  // cancellation: the exact two-pass value, as stats.py
+      s.sd = n > 1 ? at::std(c.to(at::kDouble), c10::nullopt, /*correction=*/0).item<double>() : 0.0;
+    } else {
+      s.sd = std::sqrt(var);
+    }
+  }
+
+  // NaN/Inf present: counted, then the statistics of the finite elements in float64 (one
+  // pass, and a second for the spread where one pass would cancel).
+  template <typename T>
+  static void masked_loop(const T* p, int64_t n, Stats& s) {
+    int64_t nan = 0, inf = 0, nf = 0;
+    double lo = INFINITY, hi = -INFINITY, sum = 0.0, sq = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = static_cast<double>(p[i]);
+      if (v != v) { ++nan; continue; }
+      if (v == INFINITY || v == -INFINITY) { ++inf; continue; }
+      ++nf;
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+      sum += v;
+      sq += v * v;
+    }
+    s.masked = true;
+    s.nan = nan;
+    s.inf = inf;
+    s.none = nf == 0;
+    if (s.none) return;
+    double mean = sum / nf, var = sq / nf - mean * mean;
+    if (var < 1e-4 * mean * mean) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        double v = static_cast<double>(p[i]);
+        if (v == v && v != INFINITY && v != -INFINITY) acc += (v - mean) * (v - mean);
+      }
+      var = acc / nf;
+    }
+    s.mn = lo;
+    s.mx = hi;
+    s.mean = mean;
+    s.sd = std::sqrt(var > 0 ? var : 0.0);
+  }
+
+  void masked(const at::Tensor& c, Stats& s) {
+    at::Tensor x = c.scalar_type() == at::kDouble ? c : c.to(at::kFloat);
+    int64_t n = x.numel();
+    int64_t nan = at::isnan(x).sum().item<int64_t>();
+    at::Tensor fin = at::isfinite(x);
+    int64_t nf = fin.sum().item<int64_t>();
+    s.masked = true;
+    s.nan = nan;
+    s.inf = n - nf - nan;
+    if (nf) {
+      at::Tensor xf = x.index({fin}).to(at::kDouble);
+      s.none = false;
+      s.mn = xf.min().item<double>();
+      s.mx = xf.max().item<double>();
+      s.mean = xf.mean().item<double>();
+      s.sd = at::std(xf, c10::nullopt, 0).item<double>();
+    } else {
+      s.none = true;
+    }
+  }
+
+  bool known(int64_t vid) const { return stat_state[vid].state != 0; }
+
+  static std::vector<std::pair<int64_t, int64_t>> layout_runs(const at::Tensor& t) {
+    std::vector<std::pair<int64_t, int64_t>> dims, runs;
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.size(d) != 1) dims.emplace_back(t.stride(d), t.size(d));
+    std::sort(dims.begin(), dims.end());
+    for (auto& p : dims) {
+      if (!runs.empty() && runs.back().first * runs.back().second == p.first) runs.back().second *= p.second;
+      else runs.push_back(p);
+    }
+    return runs;
+  }
+
+  bool same_elements(int64_t vid, const at::Tensor& t, int64_t src_vid, const at::Tensor& src) {
+    if (src_vid < 0 || owns_storage[vid] || value_storage[vid] != value_storage[src_vid]) return false;
+    if (t.scalar_type() != src.scalar_type() || !known(src_vid)) return false;
+    if (t.numel() != src.numel() || t.storage_offset() != src.storage_offset()) return false;
+    if (t.is_contiguous() && src.is_contiguous()) return true;
+    return layout_runs(t) == layout_runs(src);
+  }
+
+  void share(int64_t vid, int64_t src) {
+    auto& ss = stat_state[src];
+    if (ss.state == 1) {
+      stat_state[vid] = StatState{3, src};
+    } else if (ss.state == 3) {
+      stat_state[vid] = StatState{3, ss.ref};
+    } else {
+      stat_state[vid].state = 2;
+      py_shares.emplace_back(vid, src);
+    }
+  }
+
+  // ------------------------------------------------------------ ops in, ops out
+
+  int64_t produced(const at::Tensor& t, int64_t nid, const at::Tensor* src = nullptr, int64_t src_vid = -1) {
+    const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    auto it = live.find(impl);
+    bool inplace = it != live.end() && !it->second.ref.expired();
+    int64_t vid;
+    if (inplace) {
+      vid = new_value(t, nid, {{kVersionOf, it->second.vid}}, kNone);
+      if (vid < 0) return -1;
+      storage_writer[value_storage[vid]] = nid;
+    } else {
+      vid = new_value(t, nid, {}, kNone);
+      if (vid < 0) return -1;
+    }
+    if (stats_on && floating(t)) {
+      if (!inplace && src && src_vid >= 0 && same_elements(vid, t, src_vid, *src)) share(vid, src_vid);
+      else measure(vid, t);
+    }
+    return vid;
+  }
+
+  bool written_through(const at::Tensor& t, int64_t nid) {
+    if (!t.has_storage()) return false;
+    auto it = storages.find(t.storage().unsafeGetStorageImpl());
+    if (it == storages.end()) return false;
+    storage_writer[it->second.sid] = nid;
+    for (auto& ref : it->second.refs) {
+      auto strong = ref.lock();
+      if (!strong) continue;
+      auto e = live.find(strong.get());
+      if (e != live.end() && !e->second.ref.expired()) e->second.version = -1;
+    }
+    return true;
+  }
+
+  void before_write(const at::Tensor& t) {
+    if (!stats_on || !t.has_storage()) return;
+    auto it = storages.find(t.storage().unsafeGetStorageImpl());
+    if (it == storages.end()) return;
+    int64_t sid = it->second.sid;
+    auto w = later_waiting.find(sid);
+    if (w != later_waiting.end()) {
+      for (auto& p : w->second) {
+        // not yet handed to Python: measured now, here
+        for (auto& l : later_new)
+          if (std::get<0>(l) == p.first) std::get<0>(l) = -1;
+        stat_state[p.first].state = 0;
+        measure(p.first, p.second);
+      }
+      later_waiting.erase(w);
+    }
+    if (later_handed.count(sid)) {
+      later_handed.erase(sid);
+      PyGILState_STATE g = PyGILState_Ensure();
+      try {
+        before_write_cb(sid);
+      } catch (py::error_already_set& e) {
+        error = e.what();
+      }
+      PyGILState_Release(g);
+    }
+  }
+
+  // ------------------------------------------------------------ frames
+
+  int8_t kind_of(PyObject* code) {
+    auto it = code_kind.find(code);
+    if (it != code_kind.end()) return it->second;
+    py::object got = code_kind_cb(py::reinterpret_borrow<py::object>(code));
+    int8_t k = 0;
+    PyObject* path = nullptr;
+    if (!got.is_none()) {
+      py::tuple tup = got.cast<py::tuple>();
+      k = tup[1].cast<bool>() ? 2 : 1;
+      path = tup[0].ptr();
+      Py_INCREF(path);
+    }
+    Py_INCREF(code);
+    code_kind.emplace(code, k);
+    code_path.emplace(code, path);
+    return k;
+  }
+
+  int64_t intern(PyFrameObject* f, PyObject* code, bool library) {
+    int lasti = PyFrame_GetLasti(f);
+    uint64_t key = (reinterpret_cast<uint64_t>(code) << 16) ^ static_cast<uint64_t>(lasti) ^
+                   (static_cast<uint64_t>(library) << 63);
+    auto it = addr_frame.find(key);
+    if (it != addr_frame.end()) return it->second;
+    py::object fid = intern_cb(py::reinterpret_borrow<py::object>(code), lasti, PyFrame_GetLineNumber(f),
+                               py::reinterpret_borrow<py::object>(code_path[code]), library);
+    int64_t got = fid.is_none() ? -1 : fid.cast<int64_t>();
+    addr_frame.emplace(key, got);
+    return got;
+  }
+
+  // TraceFrames.frame_of from the innermost Python frame (GIL held).
+  int64_t frame_of(PyFrameObject* f0) {
+    int64_t lib_fid = -1;
+    bool have_lib = false;
+    PyFrameObject* f = f0;
+    Py_XINCREF(f);
+    int64_t result = -1;
+    while (f) {
+      if (f == top.stop) {
+        if (have_lib && (top.stop_fid < 0 || top.stop_lib)) result = lib_fid;
+        else result = top.stop_fid;
+        Py_DECREF(f);
+        return result;
+      }
+      PyCodeObject* code = PyFrame_GetCode(f);
+      PyObject* c = reinterpret_cast<PyObject*>(code);
+      int8_t k = kind_of(c);
+      if (k == 1) {
+        result = intern(f, c, false);
+        Py_DECREF(code);
+        Py_DECREF(f);
+        return result;
+      }
+      if (reinterpret_cast<PyObject*>(f) == outer) {
+        Py_DECREF(code);
+        Py_DECREF(f);
+        return have_lib ? lib_fid : -1;
+      }
+      if (k == 2 && !have_lib) {
+        lib_fid = intern(f, c, true);
+        have_lib = true;
+      }
+      Py_DECREF(code);
+      PyFrameObject* b = PyFrame_GetBack(f);
+      Py_DECREF(f);
+      f = b;
+    }
+    return have_lib ? lib_fid : -1;
+  }
+
+  int64_t current_frame() {
+    if (top_frame != -2) return top_frame;
+    Timer timer(t_frames);
+    PyGILState_STATE g = PyGILState_Ensure();
+    try {
+      top_frame = frame_of(PyEval_GetFrame());
+    } catch (py::error_already_set& e) {
+      error = e.what();
+      top_frame = -1;
+    }
+    PyGILState_Release(g);
+    return top_frame;
+  }
+
+  // ------------------------------------------------------------ the callback
+
+  void start_event(const at::RecordFunction& fn) {
+    bool top_level = open.empty();
+    if (top_level) top_frame = -2;
+    if (paused || failed) {
+      open.push_back(Open{-1, false, true});
+      return;
+    }
+    // What runs with the Python key excluded (a tensor made from data by torch.tensor) never
+    // reaches a dispatch mode: not a graph op, nor anything it calls.
+    bool above = (top_level || open.back().children_visible) &&
+                 !c10::impl::tls_local_dispatch_key_set().excluded_.has(c10::DispatchKey::Python);
+    int32_t op = above ? op_of(fn) : -1;
+    if (above && op >= 0 && ops[op].invisible) above = false;
+    if (!above || op < 0 || ops[op].composite) {
+      open.push_back(Open{-1, above && op >= 0 && ops[op].composite, false});
+      return;
+    }
+    const OpInfo& info = ops[op];
+    NodeRow row;
+    row.op = op;
+    row.group = group;
+    row.frame = -1;
+    auto inputs = fn.inputs();
+    const auto& args = info.schema->arguments();
+    size_t n = std::min(inputs.size(), args.size());
+    if (info.keep_args >= 0) n = std::min(n, static_cast<size_t>(info.keep_args));
+    // what a dispatch mode's args/kwargs hold: trailing positional defaults and kwarg-only
+    // defaults left out
+    size_t kw_start = n;
+    while (kw_start > 0 && args[kw_start - 1].kwarg_only()) --kw_start;
+    auto is_default = [&](size_t i) {
+      const auto& d = args[i].default_value();
+      return d.has_value() && !(*d != inputs[i]);
+    };
+    size_t pos_end = kw_start;
+    while (pos_end > 0 && is_default(pos_end - 1)) --pos_end;
+    for (size_t i = 0; i < n; ++i) {
+      if (i >= pos_end && i < kw_start) continue;
+      if (i >= kw_start && is_default(i)) continue;
+      add_operand(row, static_cast<int32_t>(i), inputs[i], info.kinds[i]);
+      if (failed) break;
+      if (i == 0 && inputs[0].isTensor() && is_value(inputs[0].toTensor())) {
+        row.first = inputs[0].toTensor();
+        row.first_vid = row.inputs[0].value;
+      }
+    }
+    if (failed) {
+      open.push_back(Open{-1, false, true});
+      return;
+    }
+    // written arguments: values waiting for statistics on their storages measured first
+    for (int i : info.written)
+      if (static_cast<size_t>(i) < inputs.size())
+        each_tensor(inputs[i], [&](const at::Tensor& t) { row.written.push_back(t); });
+    if (stats_on)
+      for (const at::Tensor& t : row.written) before_write(t);
+    pending.push_back(std::move(row));
+    open.push_back(Open{static_cast<int32_t>(pending.size() - 1), false, false});
+  }
+
+  template <typename F>
+  void each_tensor(const c10::IValue& v, F&& f) {
+    if (v.isTensor()) {
+      if (is_value(v.toTensor())) f(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList().vec())
+        if (is_value(t)) f(t);
+    } else if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef())
+        if (e.isTensor() && is_value(e.toTensor())) f(e.toTensor());
+    } else if (v.isTuple()) {
+      for (const c10::IValue& e : v.toTupleRef().elements())
+        if (e.isTensor() && is_value(e.toTensor())) f(e.toTensor());
+    }
+  }
+
+  int32_t add_literal(const c10::IValue& v, int8_t kind) {
+    literals.push_back(Literal{v, kind});
+    return static_cast<int32_t>(literals.size() - 1);
+  }
+
+  void add_operand(NodeRow& row, int32_t pos, const c10::IValue& v, int8_t kind) {
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (is_value(t)) {
+        int64_t vid = value_of(t);
+        row.inputs.push_back(OperandRow{pos, vid, -1});
+      } else {
+        row.inputs.push_back(OperandRow{pos, -1, add_literal(v, kind)});
+      }
+      return;
+    }
+    if (v.isTensorList() || v.isList() || v.isTuple()) {
+      std::vector<c10::IValue> items;
+      if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorList().vec()) items.emplace_back(t);
+      } else if (v.isList()) {
+        for (const c10::IValue& e : v.toListRef()) items.push_back(e);
+      } else {
+        for (const c10::IValue& e : v.toTupleRef().elements()) items.push_back(e);
+      }
+      bool has_tensor = false;
+      for (auto& e : items)
+        if (e.isTensor() && is_value(e.toTensor())) has_tensor = true;
+      if (has_tensor) {
+        for (auto& e : items) {
+          if (e.isTensor() && is_value(e.toTensor())) row.inputs.push_back(OperandRow{pos, value_of(e.toTensor()), -1});
+          else row.inputs.push_back(OperandRow{pos, -1, add_literal(e, kind)});
+        }
+        return;
+      }
+    }
+    row.inputs.push_back(OperandRow{pos, -1, add_literal(v, kind)});
+  }
+
+  void end_event(const at::RecordFunction& fn) {
+    if (open.empty()) return;
+    Open o = open.back();
+    open.pop_back();
+    if (o.node < 0 || o.paused) return;
+    NodeRow row = std::move(pending[o.node]);
+    pending.pop_back();
+    // The kernel raised (this runs as the exception unwinds): a dispatch mode records no
+    // node for an op that did not return.
+    if (failed || std::uncaught_exceptions() > 0) return;
+    int64_t nid = n_nodes;
+    if (nid >= max_ops) {
+      fail("max_ops", max_ops, nid + 1, "operations");
+      return;
+    }
+    const OpInfo& info = ops[row.op];
+    row.frame = current_frame();
+    const auto& outputs = fn.outputs();
+    const at::Tensor* first = row.first.defined() ? &row.first : nullptr;
+    int64_t first_vid = row.first_vid;
+    std::vector<const c10::TensorImpl*> returned;
+    auto produce = [&](const at::Tensor& t, bool single) {
+      int64_t vid = single ? produced(t, nid, first, first_vid) : produced(t, nid);
+      if (vid >= 0) row.outputs.push_back(vid);
+      returned.push_back(t.unsafeGetTensorImpl());
+    };
+    auto flat = [&](const c10::IValue& v) {
+      if (v.isTensor()) {
+        if (is_value(v.toTensor())) produce(v.toTensor(), false);
+        else if (v.toTensor().defined()) returned.push_back(v.toTensor().unsafeGetTensorImpl());
+      } else if (v.isTensorList() || v.isList() || v.isTuple()) {
+        each_tensor(v, [&](const at::Tensor& t) { produce(t, false); });
+      }
+    };
+    if (outputs.size() == 1) {
+      const c10::IValue& out = outputs[0];
+      if (out.isTensor()) {
+        const at::Tensor& t = out.toTensor();
+        if (is_value(t)) produce(t, true);
+        else if (t.defined()) row.result = add_literal(out, kGeneric);
+      } else if (out.isTensorList() || out.isList() || out.isTuple()) {
+        if (out.isTensorList()) {
+          for (const at::Tensor& t : out.toTensorList().vec())
+            if (is_value(t)) produce(t, false);
+        } else {
+          const auto& elems = out.isList() ? out.toListRef().vec() : out.toTupleRef().elements().vec();
+          for (const c10::IValue& e : elems) flat(e);
+        }
+      } else if (!out.isNone()) {
+        row.result = add_literal(out, kGeneric);
+      }
+    } else {
+      for (const c10::IValue& e : outputs) flat(e);
+    }
+    for (const at::Tensor& t : row.written) {
+      const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+      bool was_returned = false;
+      for (auto r : returned) was_returned = was_returned || r == impl;
+      if (was_returned) continue;
+      if (t.is_view() && written_through(t, nid)) continue;
+      int64_t vid = produced(t, nid);
+      if (vid >= 0) row.outputs.push_back(vid);
+    }
+    row.first = at::Tensor();
+    row.written.clear();
+    if (failed) return;
+    nodes.push_back(std::move(row));
+    ++n_nodes;
+  }
+
+  std::vector<NodeRow> pending;  // open graph ops (their operands recorded, outputs not yet)
+  // The lists flush() appends to: the builder's values and nodes, the trace's per-value
+  // storage, owns-storage, producer and born lists (set once: they are never replaced).
+  std::vector<py::list> targets;
+
+  // ``x.data``: no op runs, but a dispatch mode makes it an aten::detach of x (recorded
+  // so, as the Python path records it). Called from the function mode, outside any op.
+  void data_of(const at::Tensor& src, const at::Tensor& out) {
+    if (paused || failed || !open.empty()) return;
+    auto it = op_by_name.find("aten::detach.");
+    int32_t op;
+    if (it == op_by_name.end()) {
+      OpInfo info;
+      info.name = "aten::detach";
+      op = static_cast<int32_t>(ops.size());
+      ops.push_back(std::move(info));
+      op_by_name.emplace("aten::detach.", op);
+    } else {
+      op = it->second;
+    }
+    NodeRow row;
+    row.op = op;
+    row.group = group;
+    int64_t vin = value_of(src);
+    if (vin < 0) return;
+    row.inputs.push_back(OperandRow{0, vin, -1});
+    int64_t nid = n_nodes;
+    if (nid >= max_ops) {
+      fail("max_ops", max_ops, nid + 1, "operations");
+      return;
+    }
+    top_frame = -2;
+    row.frame = current_frame();
+    int64_t vid = produced(out, nid, &src, vin);
+    if (vid < 0) return;
+    row.outputs.push_back(vid);
+    nodes.push_back(std::move(row));
+    ++n_nodes;
+  }
+
+  // ------------------------------------------------------------ flush into Python
+
+  py::object literal(const c10::IValue& v, int8_t kind) {
+    if (v.isNone()) return py::none();
+    if (v.isBool()) return py::bool_(v.toBool());
+    if (v.isInt()) {
+      int64_t i = v.toInt();
+      if (kind == kDtype) return py::reinterpret_borrow<py::object>(dtype_py(static_cast<int8_t>(i)));
+      if (kind == kLayout) return py::str(layout_name(static_cast<c10::Layout>(i)));
+      if (kind == kMemFormat) return py::str(memory_format_name(static_cast<c10::MemoryFormat>(i)));
+      return py::int_(i);
+    }
+    if (v.isDouble()) return py::float_(v.toDouble());
+    if (v.isString()) return py::str(v.toStringRef());
+    if (v.isComplexDouble()) {
+      auto c = v.toComplexDouble();
+      py::dict d;
+      d["complex"] = py::list(py::make_tuple(c.real(), c.imag()));
+      return d;
+    }
+    if (v.isDevice()) return py::str(v.toDevice().str());
+    if (v.isTensor()) {  // a wrapped number: a dispatch mode gets the number
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) return py::none();
+      at::RecordFunctionGuard no_record(false);
+      switch (t.scalar_type()) {
+        case at::kBool: return py::bool_(t.item<bool>());
+        case at::kLong: return py::int_(t.item<int64_t>());
+        case at::kDouble: return py::float_(t.item<double>());
+        case at::kComplexDouble: {
+          auto c = t.item<c10::complex<double>>();
+          py::dict d;
+          d["complex"] = py::list(py::make_tuple(c.real(), c.imag()));
+          return d;
+        }
+        default: return py::float_(t.item<double>());
+      }
+    }
+    if (v.isIntList()) {
+      py::list out;
+      for (int64_t i : v.toIntVector()) {
+        if (kind == kDtype) out.append(py::reinterpret_borrow<py::object>(dtype_py(static_cast<int8_t>(i))));
+        else out.append(py::int_(i));
+      }
+      return out;
+    }
+    if (v.isList()) {
+      py::list out;
+      for (const c10::IValue& e : v.toListRef()) out.append(literal(e, kind));
+      return out;
+    }
+    if (v.isTuple()) {
+      py::list out;
+      for (const c10::IValue& e : v.toTupleRef().elements()) out.append(literal(e, kind));
+      return out;
+    }
+    if (v.isSymInt()) return py::int_(v.toSymInt().guard_int(__FILE__, __LINE__));
+    if (v.isSymFloat()) return py::float_(v.toSymFloat().guard_float(__FILE__, __LINE__));
+    py::dict d;
+    std::string tn = v.tagKind();
+    if (v.isGenerator()) tn = "Generator";
+    else if (v.isStream()) tn = "Stream";
+    d["opaque"] = tn;
+    return d;
+  }
+
+  static const char* layout_name(c10::Layout l) {
+    switch (l) {
+      case c10::kStrided: return "strided";
+      case c10::kSparse: return "sparse_coo";
+      case c10::kSparseCsr: return "sparse_csr";
+      case c10::kSparseCsc: return "sparse_csc";
+      case c10::kSparseBsr: return "sparse_bsr";
+      case c10::kSparseBsc: return "sparse_bsc";
+      case c10::kMkldnn: return "_mkldnn";
+      case c10::kJagged: return "jagged";
+      default: return "unknown";
+    }
+  }
+
+  static const char* memory_format_name(c10::MemoryFormat m) {
+    switch (m) {
+      case c10::MemoryFormat::Contiguous: return "contiguous_format";
+      case c10::MemoryFormat::ChannelsLast: return "channels_last";
+      case c10::MemoryFormat::ChannelsLast3d: return "channels_last_3d";
+      case c10::MemoryFormat::Preserve: return "preserve_format";
+      default: return "unknown";
+    }
+  }
+
+  PyObject* dtype_py(int8_t st) {
+    auto it = dtype_names.find(st);
+    if (it != dtype_names.end()) return it->second;
+    ensure_dtype(static_cast<at::ScalarType>(st));
+    return dtype_names[st];
+  }
+
+  PyObject* stats_dict(int64_t row) {
+    PyObject* got = stats_py[row];
+    if (got) return got;
+    const Stats& s = stats[row];
+    py::dict d;
+    auto num = [](double x) { return py::float_(x); };
+    if (s.masked) {
+      d["nan"] = py::int_(s.nan);
+      d["inf"] = py::int_(s.inf);
+      if (s.none) {
+        d["min"] = py::none(); d["max"] = py::none(); d["mean"] = py::none(); d["std"] = py::none();
+      } else {
+        d["min"] = num(s.mn); d["max"] = num(s.mx); d["mean"] = num(s.mean); d["std"] = num(s.sd);
+      }
+    } else {
+      d["min"] = num(s.mn); d["max"] = num(s.mx); d["mean"] = num(s.mean); d["std"] = num(s.sd);
+      d["nan"] = py::int_(0); d["inf"] = py::int_(0);
+    }
+    got = d.release().ptr();
+    stats_py[row] = got;
+    return got;
+  }
+
+  struct Keys {
+    PyObject *device, *strides, *storage_offset, *layout, *bytes, *version_of, *written_by, *changed, *param, *buffer,
+        *input, *external, *requires_grad, *storage, *stats, *cpu, *result;
+  };
+  Keys K{};
+
+  void ensure_keys() {
+    if (K.device) return;
+    auto in = [](const char* s) { return PyUnicode_InternFromString(s); };
+    K = Keys{in("device"), in("strides"), in("storage_offset"), in("layout"), in("bytes"), in("version_of"),
+             in("written_by"), in("changed_outside_trace"), in("param"), in("buffer"), in("input"), in("external"),
+             in("requires_grad"), in("storage"), in("stats"), in("cpu"), in("result")};
+  }
+
+  static PyObject* int_list(const std::vector<int64_t>& v) {
+    PyObject* l = PyList_New(static_cast<Py_ssize_t>(v.size()));
+    for (size_t i = 0; i < v.size(); ++i) PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
+    return l;
+  }
+
+  static void set_new(PyObject* d, PyObject* k, PyObject* v) {
+    PyDict_SetItem(d, k, v);
+    Py_DECREF(v);
+  }
+
+  // The value's measured dict, in the Python path's key order (a new reference).
+  PyObject* measured_of(const ValueRow& r, int64_t vid) {
+    PyObject* m = PyDict_New();
+    if (r.device.empty()) PyDict_SetItem(m, K.device, K.cpu);
+    else set_new(m, K.device, PyUnicode_FromString(r.device.c_str()));
+    if (r.strided) {
+      set_new(m, K.strides, int_list(r.strides));
+      if (r.offset != 0) set_new(m, K.storage_offset, PyLong_FromLongLong(r.offset));
+    } else {
+      set_new(m, K.layout, PyUnicode_FromString(r.layout.c_str()));
+    }
+    set_new(m, K.bytes, PyLong_FromLongLong(r.bytes));
+    for (auto& e : r.extra) {
+      switch (e.first) {
+        case kVersionOf: set_new(m, K.version_of, PyLong_FromLongLong(e.second)); break;
+        case kWrittenBy: set_new(m, K.written_by, PyLong_FromLongLong(e.second)); break;
+        case kChangedOutside: PyDict_SetItem(m, K.changed, Py_True); break;
+        case kParam: set_new(m, K.param, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kBuffer: set_new(m, K.buffer, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kInput: set_new(m, K.input, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kExternal: PyDict_SetItem(m, K.external, Py_True); break;
+        case kRequiresGrad: PyDict_SetItem(m, K.requires_grad, Py_True); break;
+        case kOtherLabel: {
+          auto cut = r.label_name.find('\0');
+          PyObject* k = PyUnicode_FromString(r.label_name.substr(0, cut).c_str());
+          set_new(m, k, PyUnicode_FromString(r.label_name.substr(cut + 1).c_str()));
+          Py_DECREF(k);
+          break;
+        }
+      }
+    }
+    set_new(m, K.storage, PyLong_FromLongLong(r.storage));
+    auto& ss = stat_state[vid];
+    if (ss.state == 1) PyDict_SetItem(m, K.stats, stats_dict(ss.ref));
+    else if (ss.state == 3) PyDict_SetItem(m, K.stats, stats_dict(stat_state[ss.ref].ref));
+    return m;
+  }
+
+  static void append_new(PyObject* list, PyObject* item) {
+    PyList_Append(list, item);
+    Py_DECREF(item);
+  }
+
+  PyObject* call(const py::object& cls, PyObject** args, size_t n) {
+    PyObject* got = PyObject_Vectorcall(cls.ptr(), args, n, nullptr);
+    if (!got) throw py::error_already_set();
+    return got;
+  }
+
+  // Append the rows since the last flush to the builder's lists; the rest for Python.
+  py::object flush(py::list py_values, py::list py_nodes, py::list py_vstorage, py::list py_owns, py::list py_producer,
+                   py::list py_born) {
+    if (values.empty() && nodes.empty() && late_outputs.empty() && py_shares.empty() && later_new.empty() && !failed &&
+        error.empty())
+      return py::none();
+    ensure_keys();
+    for (size_t i = 0; i < values.size(); ++i) {
+      int64_t vid = values_base + static_cast<int64_t>(i);
+      const ValueRow& r = values[i];
+      PyObject* args[4] = {PyLong_FromLongLong(vid), int_list(r.shape), dtype_py(r.dtype), measured_of(r, vid)};
+      PyObject* v = call(value_cls, args, 4);
+      Py_DECREF(args[0]);
+      Py_DECREF(args[1]);
+      Py_DECREF(args[3]);
+      append_new(py_values.ptr(), v);
+    }
+    for (int64_t vid = values_base; vid < n_values; ++vid) {
+      append_new(py_vstorage.ptr(), PyLong_FromLongLong(value_storage[vid]));
+      PyList_Append(py_owns.ptr(), owns_storage[vid] ? Py_True : Py_False);
+      append_new(py_producer.ptr(), PyLong_FromLongLong(producer[vid]));
+      append_new(py_born.ptr(), PyLong_FromLongLong(born[vid]));
+    }
+    values.clear();
+    values_base = n_values;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      NodeRow& r = nodes[i];
+      int64_t nid = nodes_base + static_cast<int64_t>(i);
+      PyObject* ins = PyList_New(static_cast<Py_ssize_t>(r.inputs.size()));
+      for (size_t j = 0; j < r.inputs.size(); ++j) {
+        auto& o = r.inputs[j];
+        PyObject* pos = PyLong_FromLongLong(o.position);
+        PyObject* got;
+        if (o.literal >= 0) {
+          py::object lit = literal(literals[o.literal].v, literals[o.literal].kind);
+          PyObject* args[3] = {pos, Py_None, lit.ptr()};
+          got = call(operand_cls, args, 3);
+        } else {
+          PyObject* val = PyLong_FromLongLong(o.value);
+          PyObject* args[2] = {pos, val};
+          got = call(operand_cls, args, 2);
+          Py_DECREF(val);
+        }
+        Py_DECREF(pos);
+        PyList_SET_ITEM(ins, static_cast<Py_ssize_t>(j), got);
+      }
+      PyObject* outs = int_list(r.outputs);
+      PyObject* params = PyDict_New();
+      if (r.result >= 0) {
+        py::object lit = literal(literals[r.result].v, literals[r.result].kind);
+        PyDict_SetItem(params, K.result, lit.ptr());
+      }
+      PyObject* g = r.group >= 0 ? PyLong_FromLongLong(r.group) : (Py_INCREF(Py_None), Py_None);
+      PyObject* f = r.frame >= 0 ? PyLong_FromLongLong(r.frame) : (Py_INCREF(Py_None), Py_None);
+      PyObject* id = PyLong_FromLongLong(nid);
+      PyObject* args[8] = {id, op_py_name(r.op), ins, outs, params, g, f, Py_False};
+      PyObject* node = call(node_cls, args, 8);
+      Py_DECREF(id);
+      Py_DECREF(ins);
+      Py_DECREF(outs);
+      Py_DECREF(params);
+      Py_DECREF(g);
+      Py_DECREF(f);
+      append_new(py_nodes.ptr(), node);
+    }
+    nodes.clear();
+    nodes_base = n_nodes;
+    // literals of open ops stay (their indices are in pending rows)
+    if (pending.empty()) literals.clear();
+    py::list late;
+    for (auto& p : late_outputs) late.append(py::make_tuple(p.first, p.second));
+    late_outputs.clear();
+    py::list shares;
+    for (auto& p : py_shares) shares.append(py::make_tuple(p.first, p.second));
+    py_shares.clear();
+    py::list later_rows;
+    for (auto& l : later_new) {
+      int64_t vid = std::get<0>(l);
+      if (vid < 0) continue;
+      later_rows.append(py::make_tuple(vid, py::reinterpret_steal<py::object>(THPVariable_Wrap(std::get<1>(l))),
+                                       std::get<2>(l)));
+      later_handed.insert(std::get<2>(l));
+    }
+    later_new.clear();
+    later_waiting.clear();
+    py::object err = py::none();
+    if (failed) err = py::make_tuple(fail_kind, fail_limit, fail_got, fail_what);
+    py::object cb_error = error.empty() ? py::object(py::none()) : py::object(py::str(error));
+    return py::make_tuple(late, shares, later_rows, err, cb_error);
+  }
+};
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (!tl_owner || !active) return nullptr;
+  Timer timer(t_start);
+  ++n_events;
+  {
+    at::RecordFunctionGuard own_work(false);  // the recorder's own tensor calls are not events
+    try {
+      active->start_event(fn);
+    } catch (const std::exception& e) {
+      if (active->error.empty()) active->error = e.what();
+      active->failed = true;
+      active->open.push_back(Recorder::Open{-1, false, true});
+    }
+  }
+  // Nothing this event calls is a graph op (a graph op's kernel, an op no dispatch mode
+  // sees): RecordFunction off on this thread until it ends, so its inner ops are neither
+  // boxed nor called back (the next end on this thread is this event's).
+  if (!active->open.empty() && !active->open.back().children_visible) {
+    at::enableRecordFunction(false);
+    active->rf_off = true;
+  }
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (!tl_owner || !active) return;
+  if (active->rf_off) {
+    at::enableRecordFunction(true);
+    active->rf_off = false;
+  }
+  Timer timer(t_end);
+  at::RecordFunctionGuard own_work(false);
+  try {
+    active->end_event(fn);
+  } catch (const std::exception& e) {
+    if (active->error.empty()) active->error = e.what();
+    active->failed = true;
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Python API
+
+struct PyRecorder {
+  std::shared_ptr<Recorder> r;
+};
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  py::class_<PyRecorder>(m, "Recorder")
+      .def(py::init([](py::dict cfg) {
+        auto rec = std::make_shared<Recorder>();
+        rec->value_cls = cfg["value"];
+        rec->node_cls = cfg["node"];
+        rec->operand_cls = cfg["operand"];
+        rec->code_kind_cb = cfg["code_kind"];
+        rec->intern_cb = cfg["intern"];
+        rec->before_write_cb = cfg["before_write"];
+        rec->max_ops = cfg["max_ops"].cast<int64_t>();
+        rec->max_values = cfg["max_values"].cast<int64_t>();
+        rec->stats_on = cfg["stats"].cast<bool>();
+        rec->params_later = cfg["parameters_later"].cast<bool>();
+        return PyRecorder{rec};
+      }))
+      .def("import_state", [](PyRecorder& self, py::list live, py::list storages, int64_t n_storages,
+                              py::list value_storage, py::list owns, py::list producer, py::list born,
+                              py::dict writer, py::list known, int64_t n_values, int64_t n_nodes) {
+        Recorder& r = *self.r;
+        for (auto item : live) {
+          py::tuple t = item.cast<py::tuple>();
+          at::Tensor x = THPVariable_Unpack(t[0].ptr());
+          int64_t version = t[1].is_none() ? kNone : t[1].cast<int64_t>();
+          r.live.insert_or_assign(x.unsafeGetTensorImpl(), LiveEntry{TensorWeak(x.getIntrusivePtr()), version, t[2].cast<int64_t>()});
+        }
+        for (auto item : storages) {
+          py::tuple t = item.cast<py::tuple>();
+          StorageEntry e{t[1].cast<int64_t>(), {}};
+          for (auto x : t[2].cast<py::list>()) e.refs.emplace_back(THPVariable_Unpack(x.ptr()).getIntrusivePtr());
+          r.storages[reinterpret_cast<const void*>(t[0].cast<int64_t>())] = std::move(e);
+        }
+        r.n_storages = n_storages;
+        for (auto x : value_storage) r.value_storage.push_back(x.cast<int64_t>());
+        for (auto x : owns) r.owns_storage.push_back(x.cast<bool>());
+        for (auto x : producer) r.producer.push_back(x.cast<int64_t>());
+        for (auto x : born) r.born.push_back(x.cast<int64_t>());
+        for (auto kv : writer) r.storage_writer[kv.first.cast<int64_t>()] = kv.second.cast<int64_t>();
+        r.stat_state.resize(n_values);
+        for (auto x : known) r.stat_state[x.cast<int64_t>()].state = 2;
+        r.n_values = r.values_base = n_values;
+        r.n_nodes = r.nodes_base = n_nodes;
+      })
+      .def("label", [](PyRecorder& self, py::object t, std::string kind, std::string name) {
+        at::Tensor x = THPVariable_Unpack(t.ptr());
+        auto& labels = self.r->labels;
+        if (labels.find(x.unsafeGetTensorImpl()) == labels.end()) {
+          labels.emplace(x.unsafeGetTensorImpl(), std::make_pair(kind, name));
+          self.r->label_keep.push_back(x);
+        }
+      })
+      .def("start", [](PyRecorder& self, py::object outer) {
+        if (active) throw std::runtime_error("a native recording is already running");
+        Recorder& r = *self.r;
+        r.outer = outer.ptr();
+        active = self.r.get();
+        tl_owner = true;
+        handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+                                           .needsInputs(true)
+                                           .needsOutputs(true)
+                                           .scopes({at::RecordScope::FUNCTION}));
+      })
+      .def("stop", [](PyRecorder& self) {
+        if (handle) at::removeCallback(handle);
+        handle = 0;
+        if (self.r->rf_off) {
+          at::enableRecordFunction(true);
+          self.r->rf_off = false;
+        }
+        if (active == self.r.get()) active = nullptr;
+        tl_owner = false;
+        self.r->outer = nullptr;
+        self.r->top = Frame{};
+        self.r->open.clear();
+        self.r->pending.clear();
+      })
+      .def("set_top", [](PyRecorder& self, int64_t group, py::object stop, int64_t stop_fid, bool stop_lib) {
+        Recorder& r = *self.r;
+        r.group = group;
+        r.top.stop = stop.is_none() ? nullptr : reinterpret_cast<PyFrameObject*>(stop.ptr());
+        r.top.stop_fid = stop_fid;
+        r.top.stop_lib = stop_lib;
+      })
+      .def("pause", [](PyRecorder& self) { ++self.r->paused; })
+      .def("resume", [](PyRecorder& self) { --self.r->paused; })
+      .def("value_of", [](PyRecorder& self, py::object t) {
+        at::Tensor x = THPVariable_Unpack(t.ptr());
+        at::RecordFunctionGuard no_record(false);
+        return self.r->value_of(x);
+      })
+      .def("data_of", [](PyRecorder& self, py::object src, py::object out) {
+        at::RecordFunctionGuard no_record(false);
+        self.r->data_of(THPVariable_Unpack(src.ptr()), THPVariable_Unpack(out.ptr()));
+      })
+      .def("known", [](PyRecorder& self, py::object t) {
+        at::Tensor x = THPVariable_Unpack(t.ptr());
+        return self.r->live.count(x.unsafeGetTensorImpl()) > 0;
+      })
+      .def("counts", [](PyRecorder& self) { return py::make_tuple(self.r->n_values, self.r->n_nodes); })
+      .def("skipped", [](PyRecorder& self) { return self.r->skipped; })
+      .def("targets", [](PyRecorder& self, py::list v, py::list n, py::list vs, py::list ow, py::list pr,
+                         py::list bo) { self.r->targets = {v, n, vs, ow, pr, bo}; })
+      .def("flush", [](PyRecorder& self) {
+        Timer timer(t_flush);
+        auto& t = self.r->targets;
+        return self.r->flush(t[0], t[1], t[2], t[3], t[4], t[5]);
+      });
+  m.def("busy", []() { return active != nullptr; });
+  m.def("timings", []() {
+    auto out = py::make_tuple(t_start, t_end, t_frames, t_flush, n_events);
+    t_start = t_end = t_flush = t_frames = n_events = 0;
+    return out;
+  });
+}

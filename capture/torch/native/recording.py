@@ -1,0 +1,283 @@
+"""The Python side of the native recorder: whether a recording may use it, and the
+bridge between its C++ columns and a :class:`capture.torch.trace.TorchTrace`.
+
+A :class:`NativeRecording` replaces the trace's ``TorchDispatchMode`` for one recording;
+everything else of the trace stays: the module hooks create groups as before and tell the
+recorder the current group and the open module call's frame (:meth:`NativeRecording.top`),
+the function mode (:mod:`capture.torch.functions`) reads the node list after a
+:meth:`NativeRecording.sync`, which turns the recorder's new rows into the builder's
+``Value`` / ``Node`` / ``Operand`` objects and the trace's per-value lists.
+
+Torch is imported at module level: one of the worker's framework modules.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+from ...graph.model import Node, Operand, Value
+from ...worker.errors import LimitExceeded
+from . import NativeUnavailable, load, requested
+
+# The trace (capture.torch.trace.TorchTrace) is typed Any here: it imports this module.
+TorchTrace = Any
+
+
+def ineligible(trace: TorchTrace) -> str | None:
+    """Why this recording of ``trace`` cannot use the native recorder, or None. Decided
+    once per recording, conservatively: anything else records with the Python path."""
+    if trace.abstract:
+        return "an abstract capture (FakeTensorMode)"
+    if trace.run_op is not None:
+        return "ops run through the abstract evidence's run_op"
+    if trace.track_autograd or trace.autograd.root is not None:
+        return "autograd is tracked (a training step with backward groups)"
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return "torch.distributed is initialised"
+    if trace.dist.meshes or trace.dist._fsdp or trace.dist._param_storages:
+        return "a distributed capture (a device mesh, DTensor parameters or FSDP2)"
+    if torch.is_inference_mode_enabled():
+        return "inference mode is on (its tensors have no versions)"
+    if "torch._dynamo" in sys.modules and not hasattr(torch.compiler, "set_stance"):
+        return "torch.compile may compile inside the forward (this PyTorch has no set_stance)"
+    if torch._C._len_torch_dispatch_stack() > 0:
+        return "another TorchDispatchMode is active"
+    if not trace.functions:
+        return "function groups are off (x.data is recorded from the function mode)"
+    if trace.statistics is not None and trace.statistics.mode == "deferred":
+        return "statistics are deferred (stats_mode='deferred')"
+    grad = torch.is_grad_enabled()
+    for t in trace._label_keep:
+        if grad and t.requires_grad:
+            # autograd records the forward: the tensors it saves for backward are copied
+            # through an aten::detach a dispatch mode sees (no op at all natively)
+            return "autograd records the forward (grad enabled, tensors that require grad)"
+        if t.device.type != "cpu":
+            return f"a tensor on {t.device} (the native recorder records CPU captures)"
+        if type(t) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer):
+            return f"a tensor subclass ({type(t).__name__})"
+    return None
+
+
+def choose(trace: TorchTrace) -> tuple[Any, str]:
+    """``(module, note)``: the compiled recorder module to record with, or None and why
+    the Python path is used (``note``: what ``meta["recorder"]`` says)."""
+    want = requested()
+    if want == "python":
+        return None, "python (TENSORVIZ_TORCH_RECORDER=python)"
+    reason = ineligible(trace)
+    if reason is not None:
+        if want == "native":
+            raise NativeUnavailable(f"TENSORVIZ_TORCH_RECORDER=native, but this capture cannot use it: {reason}")
+        return None, f"python: {reason}"
+    try:
+        module = load(wait=want == "native")
+    except NativeUnavailable as exc:
+        if want == "native":
+            raise
+        return None, f"python: {exc}"
+    except Exception as exc:  # noqa: BLE001 - no cache folder, an unreadable build: the Python path
+        reason = f"the native recorder could not be loaded: {type(exc).__name__}: {exc}"
+        if want == "native":
+            raise NativeUnavailable(reason) from exc
+        return None, f"python: {reason}"
+    if module.busy():  # one native recording at a time in a process
+        if want == "native":
+            raise NativeUnavailable("TENSORVIZ_TORCH_RECORDER=native, but another native recording is running")
+        return None, "python: another native recording is running in this process"
+    return module, "native"
+
+
+class NativeRecording:
+    """One trace's native recorder (kept after the recording: the trace's ``value_of``
+    goes through it from then on)."""
+
+    def __init__(self, module: Any, trace: TorchTrace, checkpoint_ops: int) -> None:
+        self.trace = trace
+        self._every = checkpoint_ops
+        b = trace.b
+        statistics = trace.statistics
+        self.rec = module.Recorder({
+            "value": Value, "node": Node, "operand": Operand,
+            "code_kind": self._code_kind, "intern": self._intern,
+            "before_write": self._before_write,
+            "max_ops": b.limits.max_ops, "max_values": b.limits.max_values,
+            "stats": statistics is not None, "parameters_later": trace._parameters_later,
+        })
+        self._checkpointed = len(b.nodes) // checkpoint_ops
+        self._next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
+        self._import()
+        self._eager: Any = None
+        self._flush = self.rec.flush
+        self.rec.targets(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer, trace._born)
+        for t in trace._label_keep:
+            kind, name = trace._labels[id(t)]
+            self.rec.label(t, kind, name)
+
+    def _import(self) -> None:
+        """The trace's state so far (values made before recording: the inputs)."""
+        trace = self.trace
+        live = []
+        for ref, version, vid in trace._live.values():
+            t = ref()
+            if t is not None:
+                live.append((t, version, vid))
+        storages = []
+        for key, st in trace._storages.items():
+            refs = [r() for r in st.refs]
+            storages.append((key, st.sid, [t for t in refs if t is not None]))
+        statistics = trace.statistics
+        known = [vid for vid in range(len(trace.b.values)) if statistics is not None and statistics.known(vid)]
+        self.rec.import_state(live, storages, trace._n_storages, trace._value_storage, trace._owns_storage,
+                              trace._producer, trace._born, trace._storage_writer, known, len(trace.b.values),
+                              len(trace.b.nodes))
+
+    # ---------------------------------------------------------------- callbacks from C++
+
+    def _code_kind(self, code: Any) -> tuple[str, bool] | None:
+        trace = self.trace
+        kind = trace._code_kind.get(id(code), _UNSEEN)
+        if kind is _UNSEEN:
+            trace._codes.append(code)
+            kind = trace._code_kind[id(code)] = trace._code_kind_of(code)
+        return kind
+
+    def _intern(self, code: Any, lasti: int, lineno: int, path: str, library: bool) -> int:
+        trace = self.trace
+        key = (id(code), lasti)
+        fid = trace._addr_frame.get(key)
+        if fid is None:
+            fid = trace._addr_frame[key] = trace._intern_frame(code, lasti, lineno, path, library)
+        return fid
+
+    def _before_write(self, sid: int) -> None:
+        statistics = self.trace.statistics
+        if statistics is not None:
+            statistics.before_write(sid)
+
+    # ---------------------------------------------------------------- recording
+
+    def start(self, outer: Any) -> None:
+        self.top()
+        self._eager = _force_eager()
+        self.rec.start(outer)
+
+    def stop(self) -> None:
+        self.rec.stop()
+        self.rec.set_top(-1, None, -1, False)
+        eager, self._eager = self._eager, None
+        if eager is not None:
+            eager.__exit__(None, None, None)
+
+    def top(self) -> None:
+        """Tell the recorder the innermost open group and module call (after the trace's
+        stack changed)."""
+        stack = self.trace._stack
+        if not stack:
+            self.rec.set_top(-1, None, -1, False)
+            return
+        gid, _, _, frame, fid = stack[-1]
+        lib = fid is not None and self.trace.b.frames[fid].library
+        self.rec.set_top(gid, frame, -1 if fid is None else fid, bool(lib))
+
+    def value_of(self, t: torch.Tensor) -> int:
+        vid = self.rec.value_of(t)
+        self.sync()
+        return vid
+
+    def data_of(self, src: Any, out: Any) -> None:
+        """``src.data`` gave ``out``: no op ran, but a dispatch mode sees an ``aten::detach``
+        there; recorded so (from the function mode, which sees the property read)."""
+        if isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor):
+            self.rec.data_of(src, out)
+
+    def known(self, t: torch.Tensor) -> bool:
+        return bool(self.rec.known(t))
+
+    def label(self, t: torch.Tensor, kind: str, name: str) -> None:
+        self.rec.label(t, kind, name)
+
+    def sync(self) -> None:
+        """The recorder's rows since the last call into the builder; a limit reached
+        since raises :class:`LimitExceeded`; checkpoints (progress, the graph file's
+        size) every ``CHECKPOINT_OPS`` ops."""
+        got = self._flush()
+        if got is None:  # nothing new (most calls)
+            return
+        late, shares, later, limit, error = got
+        trace = self.trace
+        nodes = trace.b.nodes
+        for nid, vid in late:
+            nodes[nid].outputs.append(vid)
+        if later or shares:
+            self._statistics(later, shares)
+        if error is not None:
+            raise RuntimeError(f"the native recorder failed: {error}")
+        if limit is not None:
+            kind, maximum, reached, what = limit
+            exc = LimitExceeded(kind, maximum, reached, what or None)
+            if trace.limit_error is None:
+                trace.limit_error = exc
+            raise exc
+        if len(nodes) >= self._next_checkpoint:
+            every = self._every
+            while (self._checkpointed + 1) * every <= len(nodes):
+                self._checkpointed += 1
+                self.rec.pause()  # its collection and estimate run no op of the model's
+                try:
+                    trace._checkpoint(self._checkpointed * every)
+                finally:
+                    self.rec.resume()
+            self._next_checkpoint = (self._checkpointed + 1) * every
+
+    def _statistics(self, later: list, shares: list) -> None:
+        """Parameters waiting for after the graph, and views sharing statistics Python
+        knows, handed to the trace's ActivationStatistics in value order (the order the
+        Python path calls it in); their own tensor calls are not recorded."""
+        statistics = self.trace.statistics
+        if statistics is None:
+            return
+        calls = sorted([(vid, 0, t, sid) for vid, t, sid in later]
+                       + [(vid, 1, src, None) for vid, src in shares], key=lambda c: c[0])
+        self.rec.pause()
+        try:
+            for vid, kind, x, sid in calls:
+                if kind == 0:
+                    statistics.later(vid, x, sid)
+                else:
+                    statistics.share(vid, x)
+        finally:
+            self.rec.resume()
+
+    def pause(self) -> None:
+        self.rec.pause()
+
+    def resume(self) -> None:
+        self.rec.resume()
+
+    @property
+    def skipped(self) -> int:
+        return int(self.rec.skipped())
+
+
+_UNSEEN = object()
+
+
+def _force_eager() -> Any:
+    """Once ``torch._dynamo`` is loaded (a model that may compile; ``transformers`` loads
+    it), compiled code runs eagerly while the native recorder records: what it does
+    under the Python path's dispatch mode (Dynamo does not compile with a mode active),
+    so the same ops are recorded. The entered context, or None."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    stance = torch.compiler.set_stance("force_eager")
+    stance.__enter__()
+    return stance
+
+
+
+__all__ = ["NativeRecording", "choose", "ineligible"]

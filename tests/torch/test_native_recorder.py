@@ -1,0 +1,480 @@
+"""The native Torch recorder (``capture.torch.native``) makes the same graph as the Python
+path (the ``TorchDispatchMode``), pattern by pattern, on models written here; and when it
+cannot be used, the Python path records and the capture says why.
+
+The recorder is compiled once per test session (``native`` fixture: the synchronous
+build, ~40-80 s the first time on a machine, then loaded from the per-user cache). A
+machine without g++ and ninja skips these tests with that reason (CI installs both:
+``.ci/run``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from capture.torch import native as native_pkg
+from capture.torch.native import NativeUnavailable
+from capture.torch.trace import TorchTrace
+from capture.worker.errors import LimitExceeded
+from capture.worker.limits import Limits
+from capture.worker.workspace_files import WorkspaceFiles
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import torch_graph_dump as dump  # noqa: E402
+
+ENV = native_pkg.ENV
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def native() -> Any:
+    """The compiled recorder (built synchronously once per session)."""
+    missing = native_pkg.missing_tools()
+    if missing is not None:
+        pytest.skip(f"the native recorder needs a C++ toolchain: {missing}")
+    return native_pkg.load(wait=True)
+
+
+@pytest.mark.slow
+def test_the_native_recorder_builds_and_loads(native):
+    """First in this file: on a machine with no build yet it compiles here (~40-80 s of one
+    core), later sessions load the cached build."""
+    assert hasattr(native, "Recorder") and not native.busy()
+
+
+def capture(model: nn.Module, args: tuple, recorder: str, monkeypatch: pytest.MonkeyPatch, *, stats: bool = True,
+            parameters: str = "now", functions: bool = True, limits: Limits | None = None,
+            train: bool = False) -> tuple[Any, TorchTrace]:
+    monkeypatch.setenv(ENV, recorder)
+    trace = TorchTrace(WorkspaceFiles(HERE), stats=stats, parameters=parameters, functions=functions, limits=limits)
+    trace.label_module(model)
+    inputs = {"tuple": [trace.structure(a, label=f"args[{i}]") for i, a in enumerate(args)]}
+    model.train(train)
+    with torch.no_grad(), trace.recording():
+        out = model(*args)
+    outputs = trace.structure(out)
+    trace.finish()
+    return trace.build(scope="eager_forward", inputs=inputs, outputs=outputs), trace
+
+
+def same_graph(build: Callable[[], nn.Module], make_args: Callable[[], tuple], monkeypatch: pytest.MonkeyPatch,
+               **kw: Any) -> Any:
+    """Capture a fresh model twice (Python path, native recorder) from the same seed; the
+    two graphs as the graph file holds them must not differ (statistics within 1e-5 of
+    the data's scale, as tools/torch_graph_dump.py compares)."""
+    got = []
+    for recorder in ("python", "native"):
+        torch.manual_seed(0)
+        model, args = build(), make_args()
+        cap, trace = capture(model, args, recorder, monkeypatch, **kw)
+        assert trace.recorder_note == ("native" if recorder == "native" else "python (TENSORVIZ_TORCH_RECORDER=python)")
+        data = dump.as_data(cap)
+        data["meta"].pop("recorder", None)
+        got.append(data)
+    diffs = dump.differences(got[0], got[1])
+    assert not diffs, "\n".join(diffs)
+    return got[1]
+
+
+# --------------------------------------------------------------------------- models
+
+
+class InPlace(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        y.add_(1.5)
+        y.relu_()
+        z = y.view(-1)
+        z.mul_(2)  # through a view: y's next read is a new version written by this op
+        out = y.new_zeros(4, 8)
+        out[:2] = y  # written through slices (new_empty, then copy_)
+        out[2:] = y * 2
+        return out.sum(0) + y[0]
+
+
+class Views(nn.Module):
+    """Views over the same elements share statistics; ones over fewer do not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = x @ self.w  # [3, 4]
+        t = a.t()
+        v = t.reshape(-1)  # not contiguous: a copy
+        d = a.detach()
+        p = a.unsqueeze(0).permute(2, 0, 1)
+        s = a[:, :2]
+        q, k = a.split(2, dim=1)
+        raw = a.data  # no op natively, an aten::detach under a dispatch mode
+        return v.sum() + d.mean() + p.std() + s.sum() + q.sum() + k.sum() + self.w.t().sum() + raw.sum()
+
+
+class Norms(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.ln = nn.LayerNorm(16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn(self.conv(x))
+        return self.ln(y.flatten(2))
+
+
+class Lists(nn.Module):
+    def forward(self, x: torch.Tensor) -> Any:
+        parts = torch.split(x, 2, dim=1)
+        a, b, c = torch.chunk(x, 3, dim=0)
+        mx, idx = torch.max(x, dim=1)
+        srt = torch.sort(x, dim=0)
+        rows = x.unbind(0)
+        cat = torch.cat([parts[0], parts[1]], dim=1)
+        stk = torch.stack(rows[:2])
+        return {"cat": cat, "stk": stk, "max": (mx, idx), "sorted": srt.values, "first": a + b + c}
+
+
+class Literals(nn.Module):
+    def forward(self, x: torch.Tensor) -> Any:
+        y = x.to(torch.float64)
+        z = torch.zeros(2, 3, dtype=torch.float32, device="cpu", layout=torch.strided)
+        c = x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x.contiguous()
+        g = F.gelu(x, approximate="tanh")
+        i = F.interpolate(x.unsqueeze(0), scale_factor=2.0, mode="nearest")
+        k = x * (1 + 2j)
+        m = (x > 0.25) & (x < 2)
+        w = torch.where(m, x, -1.0)
+        n = x.sum().item()  # a non-tensor result
+        e = torch.equal(x, x)
+        h = torch.full((2,), n if e else 0.0)
+        const = torch.tensor([1.0, 2.0, 3.0])
+        return y.sum() + z.sum() + c.sum() + g.sum() + i.sum() + k.real.sum() + w.sum() + h.sum() + const.sum()
+
+
+class Twice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(self.block(x)) + x
+
+
+class Functions(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.linear(x, self.w)  # 3-d input: view, mm, view: a function group
+        y = F.layer_norm(y, (8,))
+        y = torch.softmax(y, dim=-1)  # one kernel: params["function"]
+        return F.scaled_dot_product_attention(y, y, y).T
+
+
+class Integers(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, ids: torch.Tensor) -> Any:
+        pos = torch.arange(ids.shape[1])
+        e = self.emb(ids) + pos.unsqueeze(-1)
+        best = e.argmax(-1)
+        picked = e[0, best[0]]
+        counts = torch.bincount(ids.flatten(), minlength=10)
+        return picked, counts, ids.cumsum(1), best.to(torch.int32)
+
+
+class Odd(nn.Module):
+    """NaN and inf, a mean far above the spread, half precision, empty tensors."""
+
+    def forward(self, x: torch.Tensor) -> Any:
+        nan = x.log()  # negative elements: NaN
+        inf = x / 0.0
+        big = x * 1e-3 + 1e4
+        half = x.half() * 2
+        bf = x.bfloat16() + 1
+        empty = x[:0] * 3
+        same = torch.ones(5) * 7
+        return nan, inf, big, half, bf, empty, same
+
+
+class Sdpa(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).split(8, dim=-1)
+        q = q.view(1, 3, 2, 4).transpose(1, 2)
+        k = k.view(1, 3, 2, 4).transpose(1, 2)
+        v = v.view(1, 3, 2, 4).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.transpose(1, 2).reshape(1, 3, 8)
+
+
+PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
+    "in-place ops and writes through views": (InPlace, lambda: (torch.randn(2, 8),)),
+    "views and their statistics": (Views, lambda: (torch.randn(3, 6),)),
+    "BatchNorm and LayerNorm": (Norms, lambda: (torch.randn(2, 3, 4, 4),)),
+    "list and tuple outputs": (Lists, lambda: (torch.randn(6, 6),)),
+    "literals of every type": (Literals, lambda: (torch.rand(3, 4) * 3 - 0.5,)),
+    "a module called twice": (Twice, lambda: (torch.randn(2, 4),)),
+    "function groups and one-kernel functions": (Functions, lambda: (torch.randn(2, 3, 8),)),
+    "int tensors": (Integers, lambda: (torch.randint(0, 10, (2, 5)),)),
+    "NaN, inf, cancellation, half precision, empty": (Odd, lambda: (torch.randn(4, 5),)),
+    "attention": (Sdpa, lambda: (torch.randn(1, 3, 8),)),
+}
+
+
+@pytest.mark.parametrize("stats", [False, True], ids=["stats off", "stats on"])
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_the_native_recorder_makes_the_python_paths_graph(native, name, stats, monkeypatch):
+    build, make_args = PATTERNS[name]
+    same_graph(build, make_args, monkeypatch, stats=stats)
+
+
+class WritesInPlace(nn.Module):
+    """Arguments written but not returned (``_foreach_mul_`` returns nothing), and a
+    BatchNorm in training (its running statistics updated, num_batches_tracked added to)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = x * 1, x + 1
+        torch._foreach_mul_([a, b], 2.0)
+        return self.bn(a + b)
+
+
+def test_arguments_written_but_not_returned_are_new_versions(native, monkeypatch):
+    data = same_graph(WritesInPlace, lambda: (torch.randn(3, 4),), monkeypatch, train=True)
+    foreach = next(n for n in data["nodes"] if n["op"] == "aten::_foreach_mul_.Scalar")
+    assert len(foreach["outputs"]) == 2
+    for vid in foreach["outputs"]:
+        assert data["values"][vid]["measured"]["version_of"] is not None
+
+
+def test_parameters_measured_later_wait_the_same_way(native, monkeypatch):
+    data = same_graph(Views, lambda: (torch.randn(3, 6),), monkeypatch, parameters="later")
+    assert data["meta"]["stats_pending"] >= 2  # the weight and its transpose
+    got = []
+    for recorder in ("python", "native"):
+        torch.manual_seed(0)
+        model, args = Views(), (torch.randn(3, 6),)
+        _, trace = capture(model, args, recorder, monkeypatch, parameters="later")
+        rows, _ = trace.measure_later()
+        got.append(sorted((vid, round(s["mean"], 5)) for vid, s in rows))
+    assert got[0] == got[1] and got[0]
+
+
+@pytest.mark.parametrize("limit", ["max_ops", "max_values"])
+def test_a_limit_reached_mid_forward_stops_the_capture_the_same_way(native, limit, monkeypatch):
+    errors = []
+    for recorder in ("python", "native"):
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(6)])
+        limits = Limits(**{limit: 7})
+        with pytest.raises(LimitExceeded) as info:
+            capture(model, (torch.randn(2, 4),), recorder, monkeypatch, limits=limits)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+class Raises(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        return y @ torch.ones(5, 2)  # shapes do not match: the op raises
+
+
+def test_an_op_raising_inside_the_forward_is_a_failure_with_the_ops_before_it(native, monkeypatch):
+    got = []
+    for recorder in ("python", "native"):
+        monkeypatch.setenv(ENV, recorder)
+        torch.manual_seed(0)
+        model, x = Raises(), torch.randn(2, 4)
+        trace = TorchTrace(WorkspaceFiles(HERE), stats=True)
+        trace.label_module(model)
+        trace.structure(x, label="args[0]")
+        with pytest.raises(RuntimeError, match="cannot be multiplied"):
+            with torch.no_grad(), trace.recording():
+                model(x)
+        got.append([n.op for n in trace.b.nodes])
+    assert got[0] == got[1] and got[0]
+
+
+# --------------------------------------------------------------------------- when it is not used
+
+
+def test_python_forced_records_with_the_dispatch_mode(monkeypatch):
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "python", monkeypatch)
+    assert trace.recorder_note == "python (TENSORVIZ_TORCH_RECORDER=python)"
+
+
+def test_an_unknown_recorder_name_is_an_error(monkeypatch):
+    with pytest.raises(ValueError, match="TENSORVIZ_TORCH_RECORDER must be one of auto, python, native, not 'fast'"):
+        capture(nn.Linear(2, 2), (torch.randn(1, 2),), "fast", monkeypatch)
+
+
+def test_native_forced_where_it_cannot_be_used_names_why(native, monkeypatch):
+    monkeypatch.setenv(ENV, "native")
+    trace = TorchTrace(WorkspaceFiles(HERE))
+    trace.track_autograd = True
+    with pytest.raises(NativeUnavailable, match="autograd is tracked"):
+        with trace.recording():
+            pass
+
+
+@pytest.mark.parametrize("setup, reason", [
+    (lambda t: setattr(t, "track_autograd", True), "autograd is tracked"),
+    (lambda t: setattr(t, "run_op", lambda f, a, k: f(*a, **k)), "run_op"),
+    (lambda t: t.label(torch.ones(1, requires_grad=True), "param", "w"), "autograd records the forward"),
+    (lambda t: t.statistics.__setattr__("mode", "deferred"), "statistics are deferred"),
+    (lambda t: setattr(t, "functions", False), "function groups are off"),
+    (lambda t: t.label(torch.empty(1, device="meta"), "input", "x"), "a tensor on meta"),
+])
+def test_auto_falls_back_to_the_python_path_with_the_reason(native, setup, reason, monkeypatch):
+    monkeypatch.setenv(ENV, "auto")
+    trace = TorchTrace(WorkspaceFiles(HERE))
+    setup(trace)
+    with trace.recording():
+        pass
+    assert trace.recorder_note is not None and trace.recorder_note.startswith("python: ")
+    assert reason in trace.recorder_note
+    assert trace.build(scope="eager_forward", inputs=None, outputs=None).meta["recorder"] == trace.recorder_note
+
+
+def test_auto_never_waits_for_a_compile(monkeypatch, tmp_path):
+    """No build yet: the capture records with the Python path at once, a background
+    build is started (logging into the cache folder), and the capture says so."""
+    started = []
+    monkeypatch.setenv(ENV, "auto")
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    monkeypatch.setattr(native_pkg, "missing_tools", lambda: None)
+    monkeypatch.setattr(native_pkg, "start_background_build", lambda folder: started.append(folder))
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note is not None
+    assert "being built in the background" in trace.recorder_note and "build.log" in trace.recorder_note
+    assert started and started[0].parent == tmp_path
+
+
+def test_no_toolchain_is_the_python_path_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    monkeypatch.setattr(native_pkg, "missing_tools", lambda: "no C++ compiler (c++ / g++ not on PATH)")
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note == "python: the native recorder cannot be built here: no C++ compiler (c++ / g++ not on PATH)"
+
+
+def test_a_failed_build_is_not_retried_in_auto_mode(monkeypatch, tmp_path):
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    (native_pkg.cache_dir() / "failed").write_text("RuntimeError: g++ said no", encoding="utf-8")
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note is not None and "did not build: RuntimeError: g++ said no" in trace.recorder_note
+
+
+
+def test_one_native_recording_at_a_time(native, monkeypatch):
+    monkeypatch.setenv(ENV, "auto")
+    outer, inner = TorchTrace(WorkspaceFiles(HERE)), TorchTrace(WorkspaceFiles(HERE))
+    with torch.no_grad(), outer.recording():
+        with inner.recording():
+            pass
+    assert outer.recorder_note == "native"
+    assert inner.recorder_note == "python: another native recording is running in this process"
+
+
+def test_an_unusable_cache_folder_is_the_python_path_with_the_reason(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(blocker / "cache"))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note is not None
+    assert trace.recorder_note.startswith("python: the native recorder could not be loaded: NotADirectoryError")
+
+
+def test_progress_is_reported_at_the_same_op_counts(native, monkeypatch):
+    import capture.torch.trace as trace_module
+
+    monkeypatch.setattr(trace_module, "CHECKPOINT_OPS", 8)
+    got = []
+    for recorder in ("python", "native"):
+        monkeypatch.setenv(ENV, recorder)
+        seen: list[int] = []
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(10)])
+        trace = TorchTrace(WorkspaceFiles(HERE), progress=seen.append)
+        trace.label_module(model)
+        x = torch.randn(2, 4)
+        trace.structure(x, label="args[0]")
+        with torch.no_grad(), trace.recording():
+            model(x)
+        got.append(seen)
+    assert got[0] == got[1] == [8, 16, 24]
+
+
+@pytest.mark.slow
+def test_a_compiled_module_runs_eagerly_while_the_native_recorder_records(native):
+    """With a dispatch mode active Dynamo compiles nothing (the Python path); the native
+    recorder has none, so compiled code is made to run eagerly while it records: the same
+    ops, no graph compiled (run in a fresh process: Dynamo's state is process-wide)."""
+    import os
+    import subprocess
+
+    code = (
+        "import torch, torch._dynamo, sys, warnings\n"
+        "sys.path.insert(0, '.')\n"
+        "from capture.torch.trace import TorchTrace\n"
+        "lin = torch.nn.Linear(3, 2)\n"
+        "x = torch.ones(1, 3)\n"
+        "tr = TorchTrace(None, stats=False)\n"
+        "graphs = []\n"
+        "def backend(gm, example_inputs):\n"
+        "    graphs.append(gm)\n"
+        "    return gm.forward\n"
+        "compiled = torch.compile(lin, backend=backend)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore')\n"
+        "    with torch.no_grad(), tr.recording():\n"
+        "        lin(x)\n"
+        "        compiled(x)\n"
+        "    compiled(x)\n"
+        "print(tr.recorder_note, len(graphs), [n.op for n in tr.b.nodes])\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, TENSORVIZ_TORCH_RECORDER="native")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    # recorded eagerly (one graph compiled after the recording, when compiled code runs again)
+    assert proc.stdout.split()[:2] == ["native", "1"], proc.stdout
+    assert "['aten::t', 'aten::addmm', 'aten::t', 'aten::addmm']" in proc.stdout
+
+
+def test_a_cache_folder_others_can_write_is_not_loaded_from(monkeypatch, tmp_path):
+    monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(native_pkg, "_loaded", [])
+    folder = native_pkg.cache_dir()
+    folder.chmod(0o777)
+    _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
+    assert trace.recorder_note is not None
+    assert "is writable by others (mode 777); make it private (chmod 700) to use it" in trace.recorder_note
