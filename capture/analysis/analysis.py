@@ -56,7 +56,7 @@ class Analysis:
             self.names = ValueNames(capture, self.index)
         self.values = ValueSummaries(capture, self.names)
         #: Per group, the parameters used inside it (``params(g)``).
-        self.params = GroupParams(capture, self.index, self.names, self.values.plain)
+        self.params = GroupParams(capture, self.index, self.names, self.values.plain, self.values.shape_keys)
         self._lock = threading.Lock()
         self._costs: LayerCosts | None = None
         self._structure: Structure | None = None

@@ -137,6 +137,7 @@ class LayerCosts:
         # inside a template (one iteration or branch as traced, not executed): not a shard_map
         # body, which every device runs (body_templates.template_bodies)
         self.template = [False] * (ng + 1)
+        self._up_steps: list[tuple[int, int]] | None = None  # what _up walks, made once
         if self.cost is None:
             return
         self._sums()
@@ -186,22 +187,33 @@ class LayerCosts:
         """Groups deepest first (children before parents)."""
         return sorted(range(len(self.capture.groups)), key=self.index.depth.__getitem__, reverse=True)
 
+    def _steps(self) -> list[tuple[int, int]]:
+        """``(slot, parent slot)`` of every group but bodies, deepest first (:meth:`_order`),
+        made once: what :meth:`_up` walks for each array."""
+        got = self._up_steps
+        if got is None:
+            ix = self.index
+            body, parent = ix.body_node, ix.parent
+            got = self._up_steps = [(g + 1, parent[g] + 1) for g in self._order() if g not in body]
+        return got
+
     def _up(self, arrays: list[list[Any]], combine: Callable[[Any, Any], Any] | None = None) -> None:
-        """Propagate per-group values to the ancestors (bodies stay trees of their own)."""
-        ix = self.index
-        for g in self._order():
-            if g in ix.body_node:
-                continue
-            p = ix.parent[g] + 1
-            for a in arrays:
-                a[p] = a[p] + a[g + 1] if combine is None else combine(a[p], a[g + 1])
+        """Propagate per-group values to the ancestors (bodies stay trees of their own),
+        each array in the same order (deepest first)."""
+        steps = self._steps()
+        for a in arrays:
+            if combine is None:
+                for s, p in steps:
+                    a[p] = a[p] + a[s]
+            else:
+                for s, p in steps:
+                    a[p] = combine(a[p], a[s])
 
     def _sums(self) -> None:
         c = self.cost
         grp = self.index.cols.group
         F, R, W, U = self.flops, self.read, self.written, self.uncounted
-        for i, (f, r, w) in enumerate(zip(c.flops, c.bytes_read, c.bytes_written)):
-            s = grp[i] + 1
+        for s, f, r, w in zip(map((1).__add__, grp), c.flops, c.bytes_read, c.bytes_written):
             if f >= 0:
                 F[s] += f
             else:
@@ -219,9 +231,10 @@ class LayerCosts:
         templates = self._templates
         if templates is None:
             templates = template_bodies(ix, self.capture.groups) if ix.body_node else set()
-        for g in range(len(self.capture.groups)):
-            self.in_body[g + 1] = ix.top[g] in ix.body_node
-            self.template[g + 1] = ix.top[g] in templates
+        if ix.body_node:  # else none is in a body (C-level passes over the top-level ancestors)
+            ng = len(self.capture.groups)
+            self.in_body[1:] = map(ix.body_node.__contains__, ix.top[:ng])
+            self.template[1:] = map(templates.__contains__, ix.top[:ng])
 
     # ------------------------------------------------------------------ FLOPs by kind
 

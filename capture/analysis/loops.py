@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
-from itertools import compress, count, repeat
+from itertools import compress, count, islice, repeat
 from operator import add, mul
 from typing import Any, Protocol
 
@@ -140,15 +140,36 @@ class _Folder:
         rest are not searched."""
         cols = self.index.cols
         frame_of, op_of = cols.frame.__getitem__, cols.op.__getitem__
-        direct = self.index.direct_nodes
+        direct, child_groups = self.index.direct_nodes, self.index.child_groups
         out = []
+        # the answer for containers alike by their ops and frames, made once (the 14,285
+        # ``linear`` calls of a deep ModuleList: view, t, addmm, view)
+        known: dict[tuple[tuple[int, ...], tuple[str, ...], bool], bool] = {}
         for slot in compress(range(len(direct)), map((2 * MIN_STEP_OPS - 1).__lt__, map(len, direct))):
             d = direct[slot]
-            if len(set(zip(map(frame_of, d), map(op_of, d)))) < len(d):
+            key = (tuple(map(frame_of, d)), tuple(map(op_of, d)), not child_groups[slot])
+            got = known.get(key)
+            if got is None:
+                got = known[key] = self._may_run(*key)
+            if got:
                 out.append(slot - 1)
         calls = Counter(zip(self.index.parent, [g.name for g in self.groups]))
         out += [p for (p, _), c in calls.items() if c > 1]
         return sorted({g for g in out if -1 <= g < self.ng})
+
+    def _may_run(self, frames: tuple[int, ...], ops: tuple[str, ...], ops_alone: bool) -> bool:
+        """Whether a container whose direct nodes ran ``ops`` from ``frames`` is searched:
+        it runs one op from one frame twice; and when they are its only children
+        (``ops_alone``), two adjacent children are alike twice (the same op from the same
+        line: their tokens), else :meth:`_runs` finds no run there without spending any
+        budget (no pair of its tokens comes again)."""
+        if len(set(zip(frames, ops))) == len(ops):
+            return False
+        if not ops_alone:
+            return True
+        tokens = list(zip(ops, map(self.line_of.__getitem__, frames)))  # frame -1: the last entry, -1
+        pairs = list(zip(tokens, islice(tokens, 1, None)))
+        return len(set(pairs)) < len(pairs)
 
     def _children(self, c: int) -> list[int]:
         """Container ``c``'s children that ran ops, in program order: a node id, or

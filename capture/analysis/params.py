@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from itertools import compress
 from operator import attrgetter
-from typing import Any
+from typing import Any, Callable
 
 from capture import units
 from capture.graph.tables import ValueTable
@@ -43,8 +43,12 @@ class GroupParams:
     a value's shape, dtype and sharding without its measured map
     (:meth:`~capture.analysis.summaries.ValueSummaries.plain`)."""
 
-    def __init__(self, capture: Any, index: Any, names: Any, plain: Any) -> None:
+    def __init__(self, capture: Any, index: Any, names: Any, plain: Any,
+                 shape_keys: Callable[[], tuple[list[int], dict[int, tuple[Any, Any]]] | None] | None = None) -> None:
         self.capture, self.index, self.names, self.plain = capture, index, names, plain
+        #: The values' numbered (shape, dtype) keys once the labels are made
+        #: (:meth:`~capture.analysis.summaries.ValueSummaries.shape_keys`), or None.
+        self.shape_keys = shape_keys
         self._got: dict[int, ParamCounts] = {}
         self._stand_ins: dict[int, int] | None = None
         self._params: frozenset[int] = frozenset()  # the values with a parameter role, from outside
@@ -83,6 +87,10 @@ class GroupParams:
         """How many of ``params`` have each ``(shape, dtype)`` (a shape as a tuple, or
         the value's own shape object where it cannot be one)."""
         values = self.capture.values
+        keyed = self.shape_keys() if self.shape_keys is not None and isinstance(values, ValueTable) else None
+        if keyed is not None:  # each value's key numbered already: counted by number (a deep model's root: 57k)
+            ids, keys = keyed
+            return Counter({keys[k]: n for k, n in Counter(map(ids.__getitem__, params)).items()})
         if isinstance(values, ValueTable):  # the columns, read by C-level passes
             off, dims = values.shape_columns()
             shapes = map(tuple, map(dims.__getitem__, map(slice, map(off.__getitem__, params),

@@ -62,8 +62,31 @@ class Structure:
         with gc_pause.paused():
             self.routed = routed_groups(capture, index)
             self.signature, self.routing = _signatures(capture, index, is_weight, labels, self.routed)
-            self.siblings = _siblings(index, self.signature)
             self.twins = Twins(index, self.signature, can_twin)
+        self._index = index
+        self._siblings: list[tuple[int, int]] | None = None
+        self._by_parent: dict[int, dict[int, tuple[int, int]]] = {}  # a parent's slot -> its children's
+
+    @property
+    def siblings(self) -> list[tuple[int, int]]:
+        """Per group, how many of its siblings share its signature and its index among
+        them (``(1, 0)``: none does), every group's, made on first use."""
+        got = self._siblings
+        if got is None:
+            got = self._siblings = _siblings(self._index, self.signature)
+        return got
+
+    def sibling(self, g: int) -> tuple[int, int]:
+        """``siblings[g]``, from the children of ``g``'s parent alone (a page asks about the
+        groups it shows: the whole list is 57k groups' worth of work)."""
+        full = self._siblings
+        if full is not None:
+            return full[g]
+        slot = self._index.parent[g] + 1
+        got = self._by_parent.get(slot)
+        if got is None:
+            got = self._by_parent[slot] = _alike(self._index.child_groups[slot], self.signature)
+        return got.get(g, (1, 0))
 
 
 def routed_groups(capture: Any, index: Any) -> frozenset[int]:
@@ -210,14 +233,18 @@ def _encoded(key: tuple[Any, ...]) -> bytes:
 def _siblings(index: Any, sigs: list[str]) -> list[tuple[int, int]]:
     same: list[tuple[int, int]] = [(1, 0)] * len(sigs)
     for kids in index.child_groups:
-        by_sig: dict[str, list[int]] = {}
-        for c in kids:
-            by_sig.setdefault(sigs[c], []).append(c)
-        for members in by_sig.values():
-            if len(members) > 1:
-                for k, c in enumerate(members):
-                    same[c] = (len(members), k)
+        for c, got in _alike(kids, sigs).items():
+            same[c] = got
     return same
+
+
+def _alike(kids: list[int], sigs: list[str]) -> dict[int, tuple[int, int]]:
+    """Among one parent's child groups ``kids``, each that shares its signature with
+    another: (how many share it, its index among them)."""
+    by_sig: dict[str, list[int]] = {}
+    for c in kids:
+        by_sig.setdefault(sigs[c], []).append(c)
+    return {c: (len(members), k) for members in by_sig.values() if len(members) > 1 for k, c in enumerate(members)}
 
 
 class Twins:

@@ -4,7 +4,7 @@ asked for (:class:`ValueSummaries`)."""
 
 from __future__ import annotations
 
-from itertools import islice, repeat
+from itertools import count, islice, repeat
 from typing import Any
 
 from capture.graph import gc_pause
@@ -22,6 +22,7 @@ class ValueSummaries:
         self.names = names
         self._labels: dict[int, str] = {}
         self._all: list[str] | None = None
+        self._key_ids: tuple[list[int], dict[int, tuple[Any, Any]]] | None = None
         # Per value its sharding (a file's column, shared maps), or None: nothing is split.
         if isinstance(self.values, ValueTable):
             self._shardings = self.values.sharding_column()
@@ -69,6 +70,9 @@ class ValueSummaries:
                 off, dims = values.shape_columns()
                 # each shape a tuple, by C-level passes (slices of the dimensions column)
                 shapes: Any = map(tuple, map(dims.__getitem__, map(slice, off, islice(off, 1, None))))
+                if self._shardings is None:
+                    self._all = self._keyed(zip(shapes, values.dtype_column()))
+                    return self._all
                 rows: Any = zip(shapes, values.dtype_column(),
                                 self._shardings if self._shardings is not None else repeat(None))
             else:
@@ -85,6 +89,23 @@ class ValueSummaries:
                     out.append(text)
             self._all = out
         return self._all
+
+    def _keyed(self, keys: Any) -> list[str]:
+        """The labels of values without sharding, from their ``(shape tuple, dtype)``
+        keys: each value's key numbered by C-level passes (the number of the first value
+        with that key), each distinct key formatted once. The numbers are kept
+        (:meth:`shape_keys`): a group's parameters are counted by them."""
+        with gc_pause.paused():
+            numbered: dict[tuple[Any, Any], int] = {}
+            ids = list(map(numbered.setdefault, keys, count()))
+            texts = {k: value_label(list(key[0]), key[1]) for key, k in numbered.items()}
+            self._key_ids = (ids, {k: key for key, k in numbered.items()})
+            return list(map(texts.__getitem__, ids))
+
+    def shape_keys(self) -> tuple[list[int], dict[int, tuple[Any, Any]]] | None:
+        """Once :meth:`labels` has made them for a file's values (none split): per value
+        the number of its ``(shape tuple, dtype)``, and each number's key; else None."""
+        return self._key_ids
 
     def full(self, v: int) -> dict[str, Any]:
         """``{id, shape, dtype, label, measured?, name?, role?}``: what details show."""

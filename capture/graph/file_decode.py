@@ -9,7 +9,7 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Sequence
-from itertools import islice, repeat
+from itertools import islice
 from operator import lt
 from typing import Any, cast
 
@@ -512,9 +512,8 @@ def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> tuple[list[Gro
         raise _Invalid(f"groups[{bad}].parent: out of range")
     # the attrs maps are built when first read (capture/graph/group_table.py)
     table = GroupAttrs(unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain))
-    groups: list[Group] = list(map(FileGroup, range(n), map(strings.__getitem__, kinds),
-                                   map(strings.__getitem__, names), [None if p < 0 else p for p in parents],
-                                   repeat(None), repeat(table)))
+    groups: list[Group] = list(FileGroup.of_columns(map(strings.__getitem__, kinds), map(strings.__getitem__, names),
+                                                    [None if p < 0 else p for p in parents], table))
     table.own(groups)
     return groups, all(map(lt, parents, range(n)))
 

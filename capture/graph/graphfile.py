@@ -150,8 +150,9 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
     unpacker = _unpacker(head)
     unpacker.feed(memoryview(data)[:head])
     # Decoding allocates millions of small containers and no cycles; the cyclic
-    # collector would otherwise run hundreds of times for nothing (5-10x slower).
-    with gc_pause.paused():
+    # collector would otherwise run hundreds of times for nothing (5-10x slower); what it
+    # made joins the oldest generation unwalked (gc_pause's ``settle``).
+    with gc_pause.paused(settle=True):
         return _decode_body(unpacker, name, data)
 
 

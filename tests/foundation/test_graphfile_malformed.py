@@ -754,6 +754,21 @@ def test_short_lists_are_charged_in_batches_exactly():
     _reject(data, "more than 10x the body's")
 
 
+@pytest.mark.parametrize("strings", [
+    [f"aten::op_{i}" for i in range(500)],  # ASCII: charged by lengths
+    ["", "x" * 3000, "a.b"] * 20,
+    [f"op_{i}" for i in range(100)] + ["ü", "名前", "😀"],  # not all ASCII: by getsizeof
+])
+def test_a_string_column_is_charged_each_strings_size(strings):
+    """A long column of strings is charged 64 + 8 per entry, plus each string's own size
+    (sys.getsizeof), less the 64 per entry an element estimate would be: the ASCII fast
+    path (by lengths) charges exactly that."""
+    charge = file_budgets._MemoryCharge(1 << 60, 1 << 60, 1 << 60)
+    charge.list_hook(strings)
+    expected = 64 + 8 * len(strings) + 80 * len(strings) + sum(map(sys.getsizeof, strings)) - 64 * len(strings)
+    assert charge.used == expected
+
+
 # ---------------------------------------------------------------- killed writes (issue 39 item 6)
 
 _BLOCKED_WRITER = """

@@ -58,6 +58,17 @@ def test_read_groups_equal_the_written_ones_in_every_way():
         hash(back[0])
 
 
+def test_groups_made_from_columns_are_those_the_constructor_makes():
+    table = _read(_capture(12)).groups[0]._table
+    kinds, names, parents = ["module", "function", "scope"], ["a", "b", "c"], [None, 0, 1]
+    made = FileGroup.of_columns(iter(kinds), iter(names), parents, table)
+    one_by_one = [FileGroup(i, k, n, p, table=table) for i, (k, n, p) in enumerate(zip(kinds, names, parents))]
+    assert [type(g) for g in made] == [FileGroup] * 3 and _built(made) == 0
+    assert [(g.id, g.kind, g.name, g.parent, g._table) for g in made] == \
+        [(g.id, g.kind, g.name, g.parent, g._table) for g in one_by_one]
+    assert made == one_by_one and made[1].attrs == one_by_one[1].attrs == table.get(1)
+
+
 def test_attrs_are_built_when_read_and_stay_the_groups_own(monkeypatch):
     monkeypatch.setattr(group_table, "ONE_BY_ONE", 4)
     back = _read(_capture(30)).groups

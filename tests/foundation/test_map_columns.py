@@ -160,3 +160,23 @@ def test_maps_nested_too_deeply_are_refused():
         forged = {"n": 1, "order": pack_ints([1]), "patterns": [[["a"], [["m", forged]]]]}
     with pytest.raises(Invalid, match="maps nested too deeply"):
         unpack_maps(forged, strings.table, "m", 1)
+
+
+def test_entries_ranked_one_by_one_then_all_at_once_read_the_same_maps():
+    # the first ONE_BY_ONE_RANKS entries asked for are ranked on their own (a C-level
+    # count), the later ones from every entry's rank made at once: the same maps either way
+    import random
+
+    from capture.graph.map_columns import ONE_BY_ONE_RANKS
+
+    rng = random.Random(7)
+    for _ in range(100):
+        n, p = rng.randint(1, 3 * ONE_BY_ONE_RANKS), rng.randint(1, 4)
+        order = [rng.randint(0, p) for _ in range(n)]
+        patterns = [(("k",), [[(k, j) for j in range(order.count(k + 1))]]) for k in range(p)]
+        lazy, ranked = MapColumns(n, order, patterns), MapColumns(n, order, patterns)
+        ranked._ranks()
+        asked = rng.sample(range(n), n)
+        assert [lazy[i] for i in asked] == [ranked[i] for i in asked]
+        maps = sum(1 for k in order if k)
+        assert (lazy._rank is not None) == (maps > ONE_BY_ONE_RANKS)

@@ -48,3 +48,17 @@ def test_a_shape_or_dtype_that_is_no_key_is_counted_on_its_own():
     assert Analysis(cap).params(0) == {"tensors": 3, "count": None, "bytes": None}
     cap = model([([8, 8], "float32"), ([8], ["float32"]), ([8], ["float32"])])
     assert Analysis(cap).params(0)["count"] == 64 + 8 + 8
+
+
+@pytest.mark.parametrize("shapes", [SHAPES[:4], SHAPES])
+def test_counted_by_the_labels_numbered_keys_as_by_the_columns(shapes):
+    # once every label is made, a file's values are counted by the numbers of their
+    # (shape, dtype) keys (ValueSummaries.shape_keys): the same figures as from the columns
+    cap = replace(model(shapes), values=ValueTable.of(model(shapes).values))
+    plain = Analysis(cap).params(0)
+    keyed = Analysis(cap)
+    keyed.values.labels()
+    ids, keys = keyed.values.shape_keys()
+    assert len(ids) == len(cap.values) and set(keys.values()) >= {((8, 8), "float32"), ((8, 8), "bfloat16")}
+    assert keyed.params(0) == plain
+    assert keyed.values.labels() == [Analysis(model(shapes)).values.label(v) for v in range(len(cap.values))]

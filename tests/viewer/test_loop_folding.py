@@ -143,7 +143,9 @@ def alike_calls(calls: int, steps: int = 0, rotated: bool = False, carried_at: i
 
 
 @pytest.mark.parametrize("rotated, carried_at, searches, steps", [
-    (False, None, 2, 4),  # one linear call (the others alike, no run), and the model
+    # the linear calls (view, t, addmm, view): no two adjacent children alike twice, so
+    # not searched at all (_Folder._may_run); the model
+    (False, None, 1, 4),
     (True, None, 2, 4),  # the same: the alike calls' runs checked against their own nodes again
     (True, 150, 3, 6),  # call 150's run carries a value: it is searched in full, and folds
 ])
@@ -165,6 +167,25 @@ def test_containers_alike_are_searched_once_with_the_same_budget(monkeypatch, ro
     assert plain.fold() and memo.fold() and plain.budget == memo.budget
     assert [(g.name, g.parent) for g in plain.groups] == [(g.name, g.parent) for g in memo.groups]
     assert plain.group == memo.group
+
+
+@pytest.mark.parametrize("rotated, carried_at", [(False, None), (True, None), (True, 150)])
+def test_containers_of_ops_with_no_pair_alike_twice_are_left_unsearched_at_no_change(rotated, carried_at):
+    # a container of ops alone is searched only when two adjacent children are alike twice
+    # (_Folder._may_run): searching every one that runs an op from a frame twice, as
+    # before, makes the same steps and spends the same budget
+    from capture.analysis import loops
+
+    cap = alike_calls(300, steps=4, rotated=rotated, carried_at=carried_at)
+    every = loops._Folder(cap, GraphIndex(cap))
+    every.__class__ = type("EveryCandidate", (loops._Folder,), {
+        "_may_run": lambda self, frames, ops, alone: len(set(zip(frames, ops))) < len(ops)})
+    pruned = loops._Folder(cap, GraphIndex(cap))
+    # the plain calls (view, t, addmm, view) are left out; a rotated call repeats (mul, add)
+    assert len(every._candidates()) - len(pruned._candidates()) == (0 if rotated else 300)
+    assert every.fold() and pruned.fold() and every.budget == pruned.budget
+    assert [(g.name, g.parent, g.attrs) for g in every.groups] == [(g.name, g.parent, g.attrs) for g in pruned.groups]
+    assert every.group == pruned.group
 
 
 def test_the_last_step_folds_with_the_others_though_it_hands_nothing_on():

@@ -195,3 +195,18 @@ def test_a_stack_with_one_operand_moved_alike_in_every_block_keeps_its_signature
         nodes[f + j] = replace(n, inputs=operands)
     fast, slow, _ = both(replace(cap, nodes=nodes))
     assert fast == slow
+
+
+@pytest.mark.parametrize("cap", [stack(), stack(6, nested=3), stack(break_at=5, how="op")])
+def test_a_groups_siblings_from_its_parent_alone_are_those_of_the_whole_list(cap):
+    # Structure.sibling(g) works out the children of g's parent only (a page asks about
+    # the groups it shows); asked first, and after the whole list, it says what it says
+    index = GraphIndex(cap)
+    labels = [f"{v.dtype}{v.shape}" for v in cap.values]
+    one_by_one = S.Structure(cap, index, lambda v: False, labels, lambda g: True)
+    whole = S.Structure(cap, index, lambda v: False, labels, lambda g: True)
+    asked = [one_by_one.sibling(g) for g in reversed(range(len(cap.groups)))][::-1]
+    assert one_by_one._siblings is None  # not made by asking group by group
+    assert asked == whole.siblings == one_by_one.siblings
+    assert [one_by_one.sibling(g) for g in range(len(cap.groups))] == whole.siblings
+    assert any(count > 1 for count, _ in whole.siblings)

@@ -544,7 +544,7 @@ class Pages:
             if isinstance(attrs.get(k), str) and attrs[k]:
                 extra[k] = attrs[k]
         extra["title"] = group_title(grp)
-        count, index = structure.siblings[c]
+        count, index = structure.sibling(c)
         if count > 1:
             extra["identical"] = {"count": count, "index": index}
         twin = structure.twins.get(c)
