@@ -23,17 +23,18 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from capture.analysis.rank_flops import rank_flops
 from capture.analysis.scope import devices_running
-from .compiled_view import compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled
+from .compiled_view import compiled_brief, compiled_by_node_and_group, group_compiled
 from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
 from capture.analysis.body_templates import body_wording
 from capture.analysis.names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
 from capture.analysis.analysis import Analysis
+from .card_costs import set_scope, stack_cost
 from .expert_cards import experts_words, lane_folds, router_words
 from .loop_steps import is_step, loop_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
-from .answers import (BlockCost, BodiesPage, Boundary, CardCost, Edge, ElidedNode, ElidedOps, GroupRef, Item, PageView,
-                      Stack, StackCost, SubtreeAnswer)
+from .answers import (BodiesPage, Boundary, CardCost, Edge, ElidedNode, ElidedOps, GroupRef, Item, PageView,
+                      Stack, SubtreeAnswer)
 from capture.analysis.structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
@@ -488,7 +489,7 @@ class Pages:
         d = c.of(i)
         if d.get("estimate"):
             out["estimate"] = True
-        _scope(out, self.capture, self.capture.nodes[i].group)
+        set_scope(out, self.capture, self.capture.nodes[i].group)
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
             out.update(cast(CardCost, ranks.node_cost(i)))  # its keys are a card's
@@ -506,7 +507,7 @@ class Pages:
             out["estimate"] = True
         if costs.template[s]:
             out["template"] = True  # one iteration or branch, as traced (a shard_map body's: per device)
-        _scope(out, self.capture, g)
+        set_scope(out, self.capture, g)
         ranks = rank_flops(costs)
         if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
             out.pop("uncounted", None)
@@ -731,7 +732,7 @@ class Pages:
             reps = [[shown[start + r * period + j][1].get("routing", "") for j in range(period)] for r in range(count)]
             if any(reps[0]) and any(rep != reps[0] for rep in reps):
                 run["routing"] = ROUTING_DIFFERS
-            cost = _stack_cost([it for _, it in shown[start:start + period * count]], first)
+            cost = stack_cost([it for _, it in shown[start:start + period * count]], first)
             if cost is not None:
                 if "loop" in run:  # every step reads the same weights: counted once
                     cost["params"] = cost["per_block"]["params"]
@@ -858,47 +859,6 @@ class Pages:
                 d["shared"] = uses
             out.append(d)
         return out
-
-
-def _stack_cost(items: list[Item], block: list[Item]) -> StackCost | None:
-    """A stack's cost: the whole run's sums and one block's (its first repetition)."""
-    if not items or any("cost" not in it for it in items):
-        return None
-
-    def total(its: list[Item]) -> BlockCost:
-        out: BlockCost = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
-                               "bytes": sum(it["cost"]["bytes"] for it in its),
-                               "params": sum((it.get("params") or {}).get("count", 0) for it in its)}
-        unc = sum(it["cost"].get("uncounted", 0) for it in its)
-        if unc:
-            out["uncounted"] = unc
-        if any(it["cost"].get("estimate") for it in its):
-            out["estimate"] = True
-        return out
-
-    out: StackCost = {**total(items), "per_block": total(block)}
-    scopes = {it["cost"].get("scope") for it in items}
-    if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
-        out["scope"] = scopes.pop()
-        for key in ("devices", "shards"):
-            runs = {it["cost"].get(key) for it in items}
-            if len(runs) == 1 and None not in runs:
-                out[key] = runs.pop()
-    return out
-
-
-def _scope(out: CardCost, capture: Capture, g: int | None) -> None:
-    """A card's FLOPs' scope on a split program (``global``, ``per device``, ``per shard``);
-    per device, also how many devices run it (``devices``), per shard (a partial-manual
-    shard_map body) how many shards of its manual axes (``shards``): its FLOPs times it is
-    its global figure, its share's numerator."""
-    scope = cost_scope(capture, g)
-    if not scope:
-        return
-    out["scope"] = scope
-    runs = devices_running(capture, g) if scope in ("per device", "per shard") else None
-    if runs is not None:
-        out["devices" if scope == "per device" else "shards"] = runs
 
 
 def _ref_key(ref: int) -> str:

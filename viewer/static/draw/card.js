@@ -549,7 +549,7 @@ function drawFrame(dl, it, ctx, p, band) {
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
   const isBoundary = it.type === "node";
   const shardMap = isBoundary && !it.item.opaque; // a shard_map: its body runs on every device, nothing opaque
-  const perShard = shardMap && (it.item.bodies || []).some((/** @type {{shards?: number}} */ b) => !!b.shards); // partial-manual
+  const perShard = shardMap && (/** @type {Array<{shards?: number}>} */ (it.item.bodies || [])).some((b) => !!b.shards); // partial-manual
   const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? (perShard ? "per shard" : "per device") : "opaque") : /** @type {string} */ (it.item.kind);
   const ks = kindStyle(p, isBoundary ? "cond" : kind);
   // A module frame is titled by its class and path (`Block · transformer.h.3`).
