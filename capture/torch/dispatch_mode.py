@@ -8,7 +8,7 @@ Torch is imported at module level: one of the worker's framework modules.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -16,14 +16,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from ..worker.errors import LimitExceeded
 
-if TYPE_CHECKING:
-    from .trace import TorchTrace
-
 _NoTorchFunction = torch._C.DisableTorchFunction
 
 
 class _Mode(TorchDispatchMode):
-    def __init__(self, trace: "TorchTrace") -> None:
+    def __init__(self, trace: Any) -> None:  # a capture.torch.trace.TorchTrace (no import: a circle)
         super().__init__()
         self.trace = trace
 
