@@ -164,7 +164,9 @@ def test_the_five_real_models_reach_their_first_graph_from_the_setup_form_in_neo
                     graphs[m["profile"]] = info
                     assert info["failure"] is None, (m["profile"], info["failure"])
                     assert info["framework"] == m["framework"] and info["counts"]["nodes"] > 0, info
-                    assert tab.js("() => window.tensorviz.keys().length") > 0
+                    # drawn: the scene is made on the next animation frame after the first view,
+                    # which a loaded machine can hold back past the ready flag
+                    tab.wait("() => window.tensorviz.keys().length > 0", timeout=60_000)
                     assert tab.unexpected_errors() == [], tab.unexpected_errors()
                     tab.page.context.close()
                     nv.go(n)
