@@ -35,16 +35,11 @@ def test_the_session_builds_the_recorder_after_a_capture_and_the_next_one_record
     if missing is not None:
         pytest.skip(f"the native recorder needs a C++ toolchain: {missing}")
     monkeypatch.delenv(native_pkg.ENV, raising=False)
-    built = native_pkg.cache_dir()  # this user's cache: compiled once per machine (or by test_native_recorder)
-    native_pkg.load(wait=True)
-    # A cache of its own holding the compiled objects but no "ready" mark: the session's
-    # build finds them up to date (ninja does nothing) and only loads and marks them.
+    # A cache of its own, with no build in it: the session's build compiles there (~40-80 s
+    # of one core).
     cache = tmp_path / "cache"
     monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(cache))
     folder = native_pkg.cache_dir()
-    for item in built.iterdir():
-        if item.is_file() and item.name not in ("ready", "failed", "tensorviz.lock", "build.log"):
-            shutil.copy2(item, folder / item.name)
     env = {"TENSORVIZ_NATIVE_CACHE": str(cache)}
     table = profile("models:Block", args=[tensor([2, 5, 16])])
 
@@ -52,7 +47,7 @@ def test_the_session_builds_the_recorder_after_a_capture_and_the_next_one_record
     assert first.failure is None, first.failure
     assert first.meta["recorder"].startswith(RECORDER_NOT_BUILT), first.meta["recorder"]
     assert not first.meta.get("escaped_processes")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # a compile on a loaded machine (three test workers)
     while not (folder / "ready").is_file() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert (folder / "ready").is_file(), (folder / "build.log").read_text() if (folder / "build.log").is_file() else ""
