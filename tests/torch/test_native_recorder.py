@@ -384,6 +384,21 @@ def test_no_toolchain_is_the_python_path_with_the_reason(monkeypatch, tmp_path):
     assert trace.recorder_note == "python: the native recorder cannot be built here: no C++ compiler (c++ / g++ not on PATH)"
 
 
+def test_a_python_without_its_headers_is_named_as_what_the_build_lacks(monkeypatch, tmp_path):
+    """A Debian system Python has no Python.h until python3-dev: said before any compile."""
+    import sysconfig
+
+    paths = dict(sysconfig.get_paths())
+    paths["include"] = str(tmp_path)
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: paths)
+    got = native_pkg.missing_tools()
+    if got is not None and got.startswith("no ninja"):
+        pytest.skip("this machine has no ninja: the headers are checked after it")
+    assert got == f"no Python headers ({tmp_path}/Python.h: on Debian, apt-get install python3-dev)"
+    (tmp_path / "Python.h").write_text("", encoding="utf-8")
+    assert native_pkg.missing_tools() is None or "compiler" in native_pkg.missing_tools()
+
+
 def test_a_failed_build_is_not_retried_in_auto_mode(monkeypatch, tmp_path):
     monkeypatch.setenv("TENSORVIZ_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setattr(native_pkg, "_loaded", [])

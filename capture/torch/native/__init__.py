@@ -96,6 +96,11 @@ def missing_tools() -> str | None:
         return f"no C++ compiler ({cxx} / g++ not on PATH)"
     if not is_ninja_available():
         return "no ninja (needed by torch.utils.cpp_extension)"
+    import sysconfig
+
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        return f"no Python headers ({include}/Python.h: on Debian, apt-get install python3-dev)"
     return None
 
 
