@@ -45,7 +45,9 @@ class Joins:
     reads and writes."""
 
     def __init__(self, trace: Any) -> None:
-        self.trace = trace
+        # weakly: the trace owns this object (no cycle, so a dropped trace and its graph
+        # are freed at once, not by a later full collection)
+        self.trace = weakref.proxy(trace)
         # (storage id, shape, strides, offset, dtype) -> value id of an ``as_strided`` result.
         self._strided: dict[tuple, int] = {}
 

@@ -788,6 +788,8 @@ class TorchTrace(TraceValues, TraceFrames):
             meta=info,
         )
         capture.meshes = self.dist.meshes
+        if self._native is not None:
+            self._native.release()  # nothing is recorded after the graph is built
         return capture
 
 

@@ -493,3 +493,46 @@ def test_a_cache_folder_others_can_write_is_not_loaded_from(monkeypatch, tmp_pat
     _, trace = capture(nn.Linear(2, 2), (torch.randn(1, 2),), "auto", monkeypatch)
     assert trace.recorder_note is not None
     assert "is writable by others (mode 777); make it private (chmod 700) to use it" in trace.recorder_note
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm, self.fc = nn.LayerNorm(8), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + F.gelu(self.fc(self.norm(x)))
+
+
+@pytest.mark.parametrize("recorder", ["python", "native"])
+def test_a_dropped_trace_and_its_graph_are_freed_at_once_not_by_a_later_full_collection(recorder, native, monkeypatch):
+    """No reference cycle through the trace (its joins, the native recording and its C++
+    callbacks): dropped, the trace, its graph and the recorder's tables are freed there
+    and then. Before, they waited for a full cyclic collection (the native recorder's
+    for ever: its callbacks made a cycle the collector cannot see), pinning the heap
+    beside the freed activations, so that the next forward in the process faulted in
+    fresh pages."""
+    import gc
+    import weakref
+
+    model, x = nn.Sequential(_Block(), _Block()), torch.randn(2, 8)
+    gc.collect()
+    gc.disable()
+    try:
+        cap, trace = capture(model, (x,), recorder, monkeypatch, stats=True)
+        assert (trace.recorder_note == "native") == (recorder == "native")
+        ref = weakref.ref(trace)
+        del cap, trace
+        assert ref() is None
+        assert gc.collect() == 0  # nothing of it (graph objects included) is left to the collector
+    finally:
+        gc.enable()
+
+
+def test_the_native_recorder_is_released_when_the_graph_is_built(native, monkeypatch):
+    """build() frees the recorder's tables; the trace records nothing after it, and a
+    late lookup says so instead of answering from empty tables."""
+    x = torch.randn(2, 8)
+    _, trace = capture(_Block(), (x,), "native", monkeypatch)
+    with pytest.raises(RuntimeError, match="released when the graph was built"):
+        trace.value_of(x)

@@ -14,7 +14,8 @@ Torch is imported at module level: one of the worker's framework modules.
 from __future__ import annotations
 
 import sys
-from typing import Any
+import weakref
+from typing import Any, Callable
 
 import torch
 
@@ -97,14 +98,19 @@ class NativeRecording:
     goes through it from then on)."""
 
     def __init__(self, module: Any, trace: TorchTrace, checkpoint_ops: int) -> None:
-        self.trace = trace
+        # weakly: the trace owns this object and holds its value_of (no cycle: see Joins)
+        self.trace = weakref.proxy(trace)
         self._every = checkpoint_ops
         b = trace.b
         statistics = trace.statistics
+        # The C++ recorder is invisible to Python's cycle collector: callbacks bound to
+        # this object would make trace -> recording -> recorder -> callback -> recording
+        # a cycle that is never freed (the whole graph leaked with every capture in a
+        # process). They reach this object through a weak reference instead.
         self.rec = module.Recorder({
             "value": Value, "node": Node, "operand": Operand,
-            "code_kind": self._code_kind, "intern": self._intern,
-            "before_write": self._before_write,
+            "code_kind": _weakly(self, NativeRecording._code_kind), "intern": _weakly(self, NativeRecording._intern),
+            "before_write": _weakly(self, NativeRecording._before_write),
             "max_ops": b.limits.max_ops, "max_values": b.limits.max_values,
             "stats": statistics is not None, "parameters_later": trace._parameters_later,
         })
@@ -263,8 +269,43 @@ class NativeRecording:
     def skipped(self) -> int:
         return int(self.rec.skipped())
 
+    def release(self) -> None:
+        """Free the recorder's tables now that the graph is built (the trace records
+        nothing more): its C++ memory would otherwise wait for a full cyclic collection
+        of the trace, pinning the heap beside the freed activations so that the next
+        forward in the process faults in fresh pages."""
+        if self.rec is _RELEASED:
+            return
+        self.rec.release()
+        self.rec = self._flush = _RELEASED
+
 
 _UNSEEN = object()
+
+
+class _Released:
+    """The recorder after :meth:`NativeRecording.release`: any use says so."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the native recorder was released when the graph was built (asked for {name!r})")
+
+    def __call__(self, *args: Any) -> Any:
+        raise RuntimeError("the native recorder was released when the graph was built")
+
+
+_RELEASED = _Released()
+
+
+def _weakly(owner: Any, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` bound to ``owner`` through a weak reference (the C++ recorder holds
+    it: see NativeRecording.__init__). Called only while the recorder records, which
+    its owner outlives."""
+    ref = weakref.ref(owner)
+
+    def call(*args: Any) -> Any:
+        return method(ref(), *args)
+
+    return call
 
 
 def _force_eager() -> Any:
