@@ -11,14 +11,12 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <algorithm>
-#include <chrono>
 #include <exception>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -192,19 +190,6 @@ void moments_f32(const float* p, int64_t n, double* out) {
 }
 
 bool finite(double x) { return std::isfinite(x); }
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-int64_t t_start = 0, t_end = 0, t_flush = 0, t_frames = 0, n_events = 0;
-
-struct Timer {
-  int64_t& acc;
-  int64_t t0;
-  explicit Timer(int64_t& a) : acc(a), t0(now_ns()) {}
-  ~Timer() { acc += now_ns() - t0; }
-};
-
 
 class Recorder {
  public:
@@ -838,7 +823,6 @@ class Recorder {
 
   int64_t current_frame() {
     if (top_frame != -2) return top_frame;
-    Timer timer(t_frames);
     PyGILState_STATE g = PyGILState_Ensure();
     try {
       top_frame = frame_of(PyEval_GetFrame());
@@ -1363,12 +1347,20 @@ class Recorder {
   }
 };
 
+// Set while a callback runs: the tensor calls the recorder makes there (and Python's, from
+// its callbacks) are not events. A flag rather than a RecordFunctionGuard: switching
+// RecordFunction off and on rebuilds the thread's active callbacks each time (~3% of a
+// small model's capture, two guards per event); such calls are rare and only boxed.
+thread_local bool tl_inside = false;
+struct Inside {
+  Inside() { tl_inside = true; }
+  ~Inside() { tl_inside = false; }
+};
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  if (!tl_owner || !active) return nullptr;
-  Timer timer(t_start);
-  ++n_events;
+  if (!tl_owner || !active || tl_inside) return nullptr;
   {
-    at::RecordFunctionGuard own_work(false);  // the recorder's own tensor calls are not events
+    Inside own_work;
     try {
       active->start_event(fn);
     } catch (const std::exception& e) {
@@ -1388,13 +1380,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  if (!tl_owner || !active) return;
+  if (!tl_owner || !active || tl_inside) return;
   if (active->rf_off) {
     at::enableRecordFunction(true);
     active->rf_off = false;
   }
-  Timer timer(t_end);
-  at::RecordFunctionGuard own_work(false);
+  Inside own_work;
   try {
     active->end_event(fn);
   } catch (const std::exception& e) {
@@ -1521,14 +1512,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         self.r.reset();
       })
       .def("flush", [](PyRecorder& self) {
-        Timer timer(t_flush);
         auto& t = self.r->targets;
         return self.r->flush(t[0], t[1], t[2], t[3], t[4], t[5]);
       });
   m.def("busy", []() { return active != nullptr; });
-  m.def("timings", []() {
-    auto out = py::make_tuple(t_start, t_end, t_frames, t_flush, n_events);
-    t_start = t_end = t_flush = t_frames = n_events = 0;
-    return out;
-  });
 }
