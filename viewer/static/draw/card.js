@@ -130,7 +130,9 @@ const S = CARD_STYLE;
  *   align: CanvasTextAlign, baseline: "middle"}} TextPrim
  * @typedef {{t: "toggle", cx: number, cy: number, r: number, sign: "+" | "-", color: string}} TogglePrim
  * @typedef {{t: "far", x: number, y: number, w: number, h: number, text: string, sub?: string, color: string,
- *   padTop: number, bg: string | null, frame?: boolean, op?: boolean}} FarPrim
+ *   padTop: number, bg: string | null, frame?: boolean, op?: boolean,
+ *   _far?: {s: number, sub?: string, tries: import("./drawlist.js").FarLabel[]}, _bare?: FarPrim}} FarPrim  _far: its
+ *   places measured at the zoom last drawn, _bare: the frame's name without its op count (drawlist.js)
  * @typedef {RectPrim | TextPrim | TogglePrim} CardPrim
  */
 

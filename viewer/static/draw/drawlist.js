@@ -148,7 +148,9 @@ function container(out, c, env, depth) {
       for (const q of dl.far) {
         // A frame's op count ("70 ops") stands for ops too small to read: where they carry
         // their names, it would only cover the names of the ops under it.
-        const said = q.sub && it.expanded && namesOps(it.expanded, s) ? { ...q, sub: undefined } : q;
+        // (The name without it is kept beside the name: a new one each frame would be
+        // measured again each frame.)
+        const said = q.sub && it.expanded && namesOps(it.expanded, s) ? (q._bare ||= { ...q, sub: undefined, _far: undefined }) : q;
         far.push({ q: said, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
       }
     }
@@ -324,6 +326,11 @@ const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
 // in it (`op: true`), as soon as the card holds three letters of it. `placed`: the names
 // drawn so far this frame (world boxes); a name that would cover one of them is not
 // drawn. Null when it is not drawn at this zoom.
+// The measuring (fonts set, texts cut to fit) depends on the zoom only, not on what is
+// drawn around the name: it is kept on the prim for the zoom last asked (`_far`), so that a
+// frame panned at one zoom measures no text (at Fit after Expand all, 1,500 frames' names
+// are tried every frame, and measuring them was most of the redraw); only the placing
+// against the names drawn so far is done again.
 /**
  * @param {FarPrim} f
  * @param {number} s  the zoom
@@ -331,8 +338,32 @@ const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
  * @param {Placed | null} [placed]
  * @returns {FarLabel | null}
  */
-// eslint-disable-next-line complexity -- a far name's places tried in order of preference
 export function farLabel(f, s, ctx, placed = null) {
+  const memo = f._far;
+  const tries = memo && memo.s === s && memo.sub === f.sub ? memo.tries : farTries(f, s, ctx);
+  if (tries !== (memo && memo.tries)) f._far = { s, sub: f.sub, tries };
+  for (const t of tries) {
+    const box = { ...t.box };
+    if (placed && !placeDown(placed, box, s, f)) continue;
+    const dy = box.y - t.box.y; // moved down below a name it met, with its op count
+    const sub = t.sub ? { text: t.sub.text, font: t.sub.font, y: /** @type {number} */ (t.sub.y) + dy } : null;
+    return { text: t.text, font: t.font, px: t.px, x: t.x, y: t.y + dy, bg: t.bg ? box : null, sub, beside: t.beside, box };
+  }
+  return null;
+}
+
+// The places a far name may take at zoom s, in order of preference, measured but not
+// placed (farLabel tries them against the names drawn): none, one, or for a frame too
+// narrow for its name inside, its whole name over or beside it, then the name cut to the
+// frame.
+/**
+ * @param {FarPrim} f
+ * @param {number} s
+ * @param {Ctx} ctx
+ * @returns {FarLabel[]}
+ */
+// eslint-disable-next-line complexity -- a far name's places tried in order of preference
+function farTries(f, s, ctx) {
   const sw = f.w * s;
   const sh = f.h * s;
   ctx.font = `${f.op ? FAR_OP_WEIGHT : 600} ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
@@ -340,32 +371,39 @@ export function farLabel(f, s, ctx, placed = null) {
   const margin = f.op ? 2 : 8; // an op's name may come nearer its card's sides
   const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX : FAR_PX + 3.5)
     ? fitText(ctx, f.text, f.w - margin / s, least) : null;
-  if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
+  /** @type {FarLabel[]} */
+  const tries = [];
+  /** @param {FarLabel | null} t */
+  const add = (t) => t && tries.push(t);
+  if (inside || !f.frame || sw < 2 || sh < 10) {
+    if (inside) add(farMeasured(f, s, ctx, inside, "in"));
+    return tries;
+  }
   // too narrow for its name inside: its own name (`input_layernorm`, not its class)
   // across its top, past its right edge, as little as it can cover
   const own = f.text.split(" · ")[0];
   const whole = fitText(ctx, own, FAR_BESIDE_PX / s, Math.min(least, own.length));
-  const far = whole ? farPlaced(f, s, ctx, placed, whole, sw < FAR_PX + 4 ? "beside" : "over") : null;
-  if (far || sw < 24 || sh < 14) return far;
+  if (whole) add(farMeasured(f, s, ctx, whole, sw < FAR_PX + 4 ? "beside" : "over"));
+  if (sw < 24 || sh < 14) return tries;
   const cut = fitText(ctx, f.text, f.w - 8 / s, Math.min(FAR_OP_LEAST, f.text.length));
-  return cut ? farPlaced(f, s, ctx, placed, cut, "in") : null;
+  if (cut) add(farMeasured(f, s, ctx, cut, "in"));
+  return tries;
 }
 
-// A far name `t` placed in (or, for a narrow frame, over or beside) the top of `f`, with
-// its op count under it where there is room; null where it would cover a name drawn.
+// A far name `t` measured in (or, for a narrow frame, over or beside) the top of `f`, with
+// its op count under it where there is room; null where it would be wider than what it
+// names. Not placed yet: `box` is where it goes unless it meets a name drawn (farLabel).
 /**
  * @param {FarPrim} f
  * @param {number} s
  * @param {Ctx} ctx
- * @param {Placed | null} placed
  * @param {string} t
  * @param {"in" | "over" | "beside"} where
  * @returns {FarLabel | null}
  */
-// eslint-disable-next-line complexity -- one far name placed: cut, measured and checked against what is drawn
-function farPlaced(f, s, ctx, placed, t, where) {
+function farMeasured(f, s, ctx, t, where) {
   const px = (f.op ? FAR_OP_PX : FAR_PX) / s;
-  const font = ctx.font; // set by farLabel for f
+  const font = ctx.font; // set by farTries for f
   const tw = ctx.measureText(t).width;
   const subPx = FAR_SUB_PX / s;
   const beside = where === "beside";
@@ -394,12 +432,8 @@ function farPlaced(f, s, ctx, placed, t, where) {
     box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
   }
   if (where === "in" && Math.max(x + tw, box.x + box.w - 2 / s) > f.x + f.w + 0.5 / s) return null; // never wider than what it names
-  const y0 = box.y;
-  if (placed && !placeDown(placed, box, s, f)) return null;
-  y += box.y - y0; // moved down below a name it met, with its op count
-  if (sub && sub.y !== undefined) sub.y += box.y - y0;
-  const bg = f.bg ? box : null; // a frame's name on its own colour, over whatever it covers
-  return { text: t, font, px, x, y, bg, sub, beside: where !== "in", box };
+  // a frame's name on its own colour, over whatever it covers (bg: its box once placed)
+  return { text: t, font, px, x, y, bg: f.bg ? box : null, sub, beside: where !== "in", box };
 }
 
 // Places a frame's name `box` (moving it, world units); where it meets a name drawn
@@ -507,7 +541,9 @@ export function paintList(ctx, list, s, hatch, far = null) {
     switch (q.t) {
       case "rect": {
         const fill = q.fill === HATCH ? hatch() : q.fill;
-        if (!q.r) {
+        // Corners rounded by under half a pixel look square: a square rect is far cheaper
+        // to fill and stroke than a path (1,500 frames at Fit after Expand all).
+        if (!q.r || (typeof q.r === "number" && q.r * s < 0.5 && !q.dash)) {
           if (fill) {
             ctx.fillStyle = fill;
             if (q.fa !== 1) ctx.globalAlpha = q.fa;
