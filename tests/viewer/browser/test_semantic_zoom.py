@@ -151,8 +151,15 @@ def test_panning_at_fit_after_expand_all_measures_no_far_name_again(browser, lla
     # the same names, at the same world places (the pan moved the camera, not the names)
     after = app.js("() => window.tensorviz.farDrawn()")
     assert [(f["text"], f["box"]) for f in after] == [(f["text"], f["box"]) for f in before]
-    # a new zoom measures them again, and still draws them
+    # a new zoom places them for it; back at Fit, nothing is measured again either (a
+    # text's width is its width at one size, scaled: zooming measures only cuts it had
+    # not met)
     app.js("() => window.tensorviz.zoomAt(800, 500, 1.25)")
     app.js(FRAMES)
-    assert app.js("() => window.__measured") > 0 and app.js("() => window.tensorviz.farDrawn()")
+    zoomed = app.js("() => window.tensorviz.farDrawn()")
+    assert zoomed and [(f["text"], f["box"]) for f in zoomed] != [(f["text"], f["box"]) for f in after]
+    app.js("() => { window.__measured = 0; }")
+    s2, back = _far_at_fit(app)
+    assert s2 == s and app.js("() => window.__measured") == 0
+    assert [(f["text"], f["box"]) for f in back] == [(f["text"], f["box"]) for f in before]
     assert app.unexpected_errors() == []

@@ -366,27 +366,27 @@ export function farLabel(f, s, ctx, placed = null) {
 function farTries(f, s, ctx) {
   const sw = f.w * s;
   const sh = f.h * s;
-  ctx.font = `${f.op ? FAR_OP_WEIGHT : 600} ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
+  const width = farWidth(ctx, f.op ? FAR_OP_WEIGHT : 600, (f.op ? FAR_OP_PX : FAR_PX) / s);
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
   const margin = f.op ? 2 : 8; // an op's name may come nearer its card's sides
   const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX : FAR_PX + 3.5)
-    ? fitText(ctx, f.text, f.w - margin / s, least) : null;
+    ? fitText(width, f.text, f.w - margin / s, least) : null;
   /** @type {FarLabel[]} */
   const tries = [];
   /** @param {FarLabel | null} t */
   const add = (t) => t && tries.push(t);
   if (inside || !f.frame || sw < 2 || sh < 10) {
-    if (inside) add(farMeasured(f, s, ctx, inside, "in"));
+    if (inside) add(farMeasured(f, s, ctx, width, inside, "in"));
     return tries;
   }
   // too narrow for its name inside: its own name (`input_layernorm`, not its class)
   // across its top, past its right edge, as little as it can cover
   const own = f.text.split(" · ")[0];
-  const whole = fitText(ctx, own, FAR_BESIDE_PX / s, Math.min(least, own.length));
-  if (whole) add(farMeasured(f, s, ctx, whole, sw < FAR_PX + 4 ? "beside" : "over"));
+  const whole = fitText(width, own, FAR_BESIDE_PX / s, Math.min(least, own.length));
+  if (whole) add(farMeasured(f, s, ctx, width, whole, sw < FAR_PX + 4 ? "beside" : "over"));
   if (sw < 24 || sh < 14) return tries;
-  const cut = fitText(ctx, f.text, f.w - 8 / s, Math.min(FAR_OP_LEAST, f.text.length));
-  if (cut) add(farMeasured(f, s, ctx, cut, "in"));
+  const cut = fitText(width, f.text, f.w - 8 / s, Math.min(FAR_OP_LEAST, f.text.length));
+  if (cut) add(farMeasured(f, s, ctx, width, cut, "in"));
   return tries;
 }
 
@@ -397,26 +397,26 @@ function farTries(f, s, ctx) {
  * @param {FarPrim} f
  * @param {number} s
  * @param {Ctx} ctx
+ * @param {Width} width  of a text in f's far font at zoom s
  * @param {string} t
  * @param {"in" | "over" | "beside"} where
  * @returns {FarLabel | null}
  */
-function farMeasured(f, s, ctx, t, where) {
+function farMeasured(f, s, ctx, width, t, where) {
   const px = (f.op ? FAR_OP_PX : FAR_PX) / s;
-  const font = ctx.font; // set by farTries for f
-  const tw = ctx.measureText(t).width;
+  const font = width.font;
+  const tw = width(t);
   const subPx = FAR_SUB_PX / s;
   const beside = where === "beside";
   /** @type {{text: string, font: string, y?: number} | null} */
   let sub = null;
   let subW = 0;
   if (f.sub) {
-    ctx.font = `${subPx}px ${FAR_FAMILY}`;
-    subW = ctx.measureText(f.sub).width;
+    const subWidth = farWidth(ctx, 400, subPx);
+    subW = subWidth(f.sub);
     const room = f.h * s >= FAR_PX + FAR_SUB_PX + 10 && (where !== "in" || subW <= f.w - 8 / s);
-    if (room) sub = { text: f.sub, font: ctx.font };
+    if (room) sub = { text: f.sub, font: subWidth.font };
     else subW = 0;
-    ctx.font = font;
   }
   let x;
   let y;
@@ -492,24 +492,54 @@ function place(placed, box, s) {
 // `text` as it fits in `room` (world units, in the context's font): whole, or cut with an
 // ellipsis to the longest start that fits, but never shorter than `least` characters (null).
 /**
- * @param {Ctx} ctx
+ * @param {Width} width
  * @param {string} text
  * @param {number} room
  * @param {number} least
  * @returns {string | null}
  */
-function fitText(ctx, text, room, least) {
-  if (ctx.measureText(text).width <= room) return text;
+function fitText(width, text, room, least) {
+  if (width(text) <= room) return text;
   const cut = (/** @type {number} */ n) => text.slice(0, n - 1) + "…";
-  if (least >= text.length || ctx.measureText(cut(least)).width > room) return null;
+  if (least >= text.length || width(cut(least)) > room) return null;
   let lo = least;
   let hi = text.length - 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(cut(mid)).width <= room) lo = mid;
+    if (width(cut(mid)) <= room) lo = mid;
     else hi = mid - 1;
   }
   return cut(lo);
+}
+
+// The width of a text in a far font of `weight` at `px` (world units): a text's width is
+// proportional to the font's size (the canvas measures unhinted advances), so each text is
+// measured once per weight, at REF_PX, and scaled; a zoom measures only the cuts it has
+// not met (zooming at Fit after Expand all would otherwise measure 1,500 names a frame).
+/** @typedef {((text: string) => number) & {font: string}} Width */
+const REF_PX = 100;
+/** @type {Map<string, number>} */
+const perPx = new Map(); // weight|text -> width at 1 px
+/**
+ * @param {Ctx} ctx
+ * @param {number} weight
+ * @param {number} px
+ * @returns {Width}
+ */
+function farWidth(ctx, weight, px) {
+  const ref = `${weight} ${REF_PX}px ${FAR_FAMILY}`;
+  const width = (/** @type {string} */ text) => {
+    const k = weight + "|" + text;
+    let w = perPx.get(k);
+    if (w === undefined) {
+      if (perPx.size >= 20000) perPx.clear();
+      ctx.font = ref;
+      w = ctx.measureText(text).width / REF_PX;
+      perPx.set(k, w);
+    }
+    return w * px;
+  };
+  return Object.assign(width, { font: `${weight} ${px}px ${FAR_FAMILY}` });
 }
 
 // ---------------------------------------------------------------- canvas executor
