@@ -47,7 +47,7 @@ class Joins:
     def __init__(self, trace: Any) -> None:
         # weakly: the trace owns this object (no cycle, so a dropped trace and its graph
         # are freed at once, not by a later full collection)
-        self.trace = weakref.proxy(trace)
+        self.trace: Any = weakref.proxy(trace)
         # (storage id, shape, strides, offset, dtype) -> value id of an ``as_strided`` result.
         self._strided: dict[tuple, int] = {}
 

@@ -99,7 +99,7 @@ class NativeRecording:
 
     def __init__(self, module: Any, trace: TorchTrace, checkpoint_ops: int) -> None:
         # weakly: the trace owns this object and holds its value_of (no cycle: see Joins)
-        self.trace = weakref.proxy(trace)
+        self.trace: Any = weakref.proxy(trace)
         self._every = checkpoint_ops
         b = trace.b
         statistics = trace.statistics
