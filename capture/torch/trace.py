@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import sys
+from collections import Counter
 from contextlib import contextmanager, nullcontext
 from itertools import chain
 from typing import Any, Callable, Iterator
@@ -712,17 +713,18 @@ class TorchTrace(TraceValues, TraceFrames):
     def _list_aliases(self) -> None:
         """``aliases`` (and ``aliases_total``) of every value on a storage shared with others."""
         values = self.b.values
-        by_storage: dict[int, list[int]] = {}
-        for vid, sid in enumerate(self._value_storage):
-            vids = by_storage.get(sid)
-            if vids is None:
-                by_storage[sid] = [vid]
-            else:
-                vids.append(vid)
+        storages = self._value_storage
+        # most storages hold one value: count them all at C speed, then gather only the
+        # shared ones' values
+        shared = {sid for sid, n in Counter(storages).items() if n > 1}
+        if not shared:
+            return
+        by_storage: dict[int, list[int]] = {sid: [] for sid in shared}
+        for vid, sid in enumerate(storages):
+            if sid in shared:
+                by_storage[sid].append(vid)
         for vids in by_storage.values():
             n = len(vids)
-            if n < 2:
-                continue
             head = vids[: MAX_ALIASES_LISTED + 1]  # a storage rewritten 10,000 times stays linear
             first = head[:MAX_ALIASES_LISTED]
             for i, vid in enumerate(vids):

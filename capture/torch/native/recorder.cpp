@@ -1453,6 +1453,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           self.r->label_keep.push_back(x);
         }
       })
+      .def("label_all", [](PyRecorder& self, py::list tensors, py::dict labels_by_id) {
+        // label() for each tensor of the trace's list, its (kind, name) by id(tensor): one
+        // call for a model's hundreds of parameters and buffers
+        auto& labels = self.r->labels;
+        for (auto item : tensors) {
+          at::Tensor x = THPVariable_Unpack(item.ptr());
+          if (labels.find(x.unsafeGetTensorImpl()) != labels.end()) continue;
+          auto pair = labels_by_id[py::int_(reinterpret_cast<uintptr_t>(item.ptr()))].cast<py::tuple>();
+          labels.emplace(x.unsafeGetTensorImpl(), std::make_pair(pair[0].cast<std::string>(), pair[1].cast<std::string>()));
+          self.r->label_keep.push_back(x);
+        }
+      })
       .def("start", [](PyRecorder& self, py::object outer) {
         if (active) throw std::runtime_error("a native recording is already running");
         Recorder& r = *self.r;

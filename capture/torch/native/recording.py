@@ -52,14 +52,15 @@ def ineligible(trace: TorchTrace) -> str | None:
     if trace.statistics is not None and trace.statistics.mode == "deferred":
         return "statistics are deferred (stats_mode='deferred')"
     grad = torch.is_grad_enabled()
-    for t in trace._label_keep:
+    plain = (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer)
+    for t in trace._label_keep:  # a model's hundreds of tensors: the cheapest checks
         if grad and t.requires_grad:
             # autograd records the forward: the tensors it saves for backward are copied
             # through an aten::detach a dispatch mode sees (no op at all natively)
             return "autograd records the forward (grad enabled, tensors that require grad)"
-        if t.device.type != "cpu":
+        if not t.is_cpu:
             return f"a tensor on {t.device} (the native recorder records CPU captures)"
-        if type(t) not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer):
+        if type(t) not in plain:
             return f"a tensor subclass ({type(t).__name__})"
     return None
 
@@ -120,9 +121,7 @@ class NativeRecording:
         self._eager: Any = None
         self._flush = self.rec.flush
         self.rec.targets(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer, trace._born)
-        for t in trace._label_keep:
-            kind, name = trace._labels[id(t)]
-            self.rec.label(t, kind, name)
+        self.rec.label_all(trace._label_keep, trace._labels)
 
     def _import(self) -> None:
         """The trace's state so far (values made before recording: the inputs)."""
