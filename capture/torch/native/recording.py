@@ -270,9 +270,9 @@ class NativeRecording:
 
     def release(self) -> None:
         """Free the recorder's tables now that the graph is built (the trace records
-        nothing more): its C++ memory would otherwise wait for a full cyclic collection
-        of the trace, pinning the heap beside the freed activations so that the next
-        forward in the process faults in fresh pages."""
+        nothing more): its C++ memory would otherwise stay as long as the trace is kept
+        (the worker keeps it to measure the parameters after sending the graph), pinning
+        the heap beside the freed activations."""
         if self.rec is _RELEASED:
             return
         self.rec.release()
