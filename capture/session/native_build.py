@@ -20,6 +20,7 @@ cache folder (docs/torch-native-recorder.md).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -75,8 +76,6 @@ def start(python: str, env: dict[str, str] | None = None) -> subprocess.Popen[by
                 preexec_fn=_lower_priority,
             )
         except OSError:
-            import shutil
-
             shutil.rmtree(folder, ignore_errors=True)
             return None
         register_child(proc.pid)  # started here: never an orphan to chase
