@@ -6,6 +6,8 @@
 #include <ATen/record_function.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/SmallVector.h>
+#include <c10/util/flat_hash_map.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <Python.h>
@@ -24,6 +26,11 @@
 namespace {
 
 using TensorWeak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+// Per-row lists kept inline (no allocation of their own for the usual sizes): the rows live
+// while the model runs, and thousands of small blocks scattered among its activations
+// fragment the heap (the next forward's activations fault in fresh pages).
+using Ints = c10::SmallVector<int64_t, 6>;
+using Extras = c10::SmallVector<std::pair<int8_t, int64_t>, 2>;
 constexpr int64_t kNone = std::numeric_limits<int64_t>::min();  // a version not yet read
 
 // How a literal argument is turned into Python (the arg's schema type).
@@ -55,14 +62,14 @@ struct NodeRow {
   int32_t op;
   int64_t group;
   int64_t frame;  // resolved frame id, or -1
-  std::vector<OperandRow> inputs;
-  std::vector<int64_t> outputs;
+  c10::SmallVector<OperandRow, 4> inputs;
+  c10::SmallVector<int64_t, 2> outputs;
   int32_t result = -1;  // literal index of a non-tensor result
   // while the op runs (the boxed inputs are gone at its end): its first argument when a
   // tensor and that operand's value, and the tensors it writes
   at::Tensor first;
   int64_t first_vid = -1;
-  std::vector<at::Tensor> written;
+  c10::SmallVector<at::Tensor, 1> written;
 };
 
 struct LiveEntry {
@@ -73,19 +80,19 @@ struct LiveEntry {
 
 struct StorageEntry {
   int64_t sid;
-  std::vector<TensorWeak> refs;
+  c10::SmallVector<TensorWeak, 2> refs;
 };
 
 struct ValueRow {
-  std::vector<int64_t> shape;
+  Ints shape;
   int8_t dtype;
-  std::vector<int64_t> strides;
+  Ints strides;
   int64_t offset;
   int64_t bytes;
   bool strided;
   std::string layout;
   // extra keys in order: kind code and an int or string
-  std::vector<std::pair<int8_t, int64_t>> extra;  // codes below
+  Extras extra;  // codes below
   std::string label_name;
   int64_t storage;
   std::string device;  // empty: "cpu"
@@ -204,10 +211,10 @@ class Recorder {
   std::unordered_map<const c10::OperatorHandle*, int32_t> op_index;
   std::unordered_map<std::string, int32_t> op_by_name;
   std::vector<OpInfo> ops;
-  std::unordered_map<const c10::TensorImpl*, LiveEntry> live;
+  ska::flat_hash_map<const c10::TensorImpl*, LiveEntry> live;
   std::unordered_map<const c10::TensorImpl*, std::pair<std::string, std::string>> labels;
   std::vector<at::Tensor> label_keep;
-  std::unordered_map<const void*, StorageEntry> storages;
+  ska::flat_hash_map<const void*, StorageEntry> storages;
   int64_t n_storages = 0;
   std::vector<int64_t> value_storage, producer, born;
   std::vector<bool> owns_storage;
@@ -250,6 +257,28 @@ class Recorder {
   std::string fail_kind, fail_what;
   int64_t fail_limit = 0, fail_got = 0;
   std::string error;  // an unexpected error inside the callback
+
+  // Room for a typical model's tables before its forward runs: grown while it runs, each
+  // table's old block would be freed among the activations (see Ints).
+  void reserve() {
+    constexpr size_t kValues = 4096;
+    live.reserve(kValues);
+    storages.reserve(kValues);
+    for (auto* v : {&value_storage, &producer, &born}) v->reserve(v->size() + kValues);
+    owns_storage.reserve(owns_storage.size() + kValues);
+    stat_state.reserve(stat_state.size() + kValues);
+    values.reserve(1024);
+    nodes.reserve(1024);
+    pending.reserve(64);
+    open.reserve(64);
+    literals.reserve(1024);
+    late_outputs.reserve(64);
+    if (stats_on) {
+      stats.reserve(stats.size() + kValues);
+      stats_py.reserve(stats_py.size() + kValues);
+      py_shares.reserve(1024);
+    }
+  }
 
   ~Recorder() {
     for (auto& kv : code_kind) Py_DECREF(kv.first);
@@ -370,7 +399,7 @@ class Recorder {
   }
 
   // A new value of tensor t (-1: failed at the values limit).
-  int64_t new_value(const at::Tensor& t, int64_t prod, std::vector<std::pair<int8_t, int64_t>>&& extra,
+  int64_t new_value(const at::Tensor& t, int64_t prod, Extras&& extra,
                     int64_t version, std::string label_name = std::string()) {
     int64_t vid = n_values;
     if (vid >= max_values) {
@@ -473,7 +502,7 @@ class Recorder {
       return vid;
     }
     auto lab = labels.find(impl);
-    std::vector<std::pair<int8_t, int64_t>> extra;
+    Extras extra;
     std::string name;
     int8_t kind = -1;
     if (lab != labels.end()) {
@@ -1195,7 +1224,7 @@ class Recorder {
              in("requires_grad"), in("storage"), in("stats"), in("cpu"), in("result")};
   }
 
-  static PyObject* int_list(const std::vector<int64_t>& v) {
+  static PyObject* int_list(c10::ArrayRef<int64_t> v) {
     PyObject* l = PyList_New(static_cast<Py_ssize_t>(v.size()));
     for (size_t i = 0; i < v.size(); ++i) PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
     return l;
@@ -1422,7 +1451,7 @@ struct PyRecorder {
 };
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  py::class_<PyRecorder>(m, "Recorder")
+  py::class_<PyRecorder>(m, "Recorder", py::module_local())
       .def(py::init([](py::dict cfg) {
         auto rec = std::make_shared<Recorder>();
         rec->value_cls = cfg["value"];
@@ -1487,6 +1516,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("start", [](PyRecorder& self, py::object outer) {
         if (active) throw std::runtime_error("a native recording is already running");
         Recorder& r = *self.r;
+        r.reserve();
         r.outer = outer.ptr();
         active = self.r.get();
         tl_owner = true;
