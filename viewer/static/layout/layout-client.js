@@ -138,8 +138,8 @@ export class LayoutClient {
     this.size = size;
     /** @type {Worker[]} */
     this.workers = [];
-    // One worker starts now (ELK parses while the page loads), or the one index.html
-    // started before the app's modules loaded is adopted (early-worker.js); the others only
+    // One worker starts now, or the one index.html started before the app's modules loaded
+    // is adopted (early-worker.js); the others only
     // when a request has independent work for them, so a first paint never pays for them.
     this._spawn(adoptEarly(workerUrl));
     this.seq = 0;
