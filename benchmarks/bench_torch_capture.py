@@ -28,7 +28,10 @@ hooks themselves and how much is TensorViz's own recording; under it, each of th
 mechanisms alone (module hooks alone, function mode alone, dispatch mode alone), so the
 floor is explained. Beside TensorViz's rows (the Python recorder, a ``TorchDispatchMode``),
 the native recorder's (``capture.torch.native``, statistics on and off; built first,
-outside the pairs; ``--recorder python`` leaves them out). ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
+outside the pairs; ``--recorder python`` leaves them out), and its own floor: the module
+hooks, the function mode and the recorder's ATen callbacks (each top-level op's inputs and
+outputs boxed, nothing recorded), all calling straight through, with the callbacks alone
+beneath it. ``--off-only``: only statistics off, the floor and its mechanisms. Per recorded op: the median
 of the pairs' CPU differences over the op count. Targets printed beside each figure (issues 40
 and 51): statistics on <= 1.25x, off <= 1.10x; <= 30 us per op off, <= 60 us on. "Stats on"
 is the graph the user first sees, as the worker sends it: every activation's statistics
@@ -342,26 +345,42 @@ def _no_hook(*args) -> None:
 def hook_floor(model: torch.nn.Module, x: torch.Tensor, mechanisms: tuple[str, ...] = ("module", "function", "dispatch")):
     """``model(x)`` under the hooks an op-level capture cannot do without, each doing
     nothing: global module pre/post hooks (``module``), a function mode (``function``) and
-    a dispatch mode (``dispatch``); ``mechanisms`` picks some of them alone (the rows that
-    explain the floor)."""
+    a dispatch mode (``dispatch``), the native recorder's ATen callbacks (``aten``: every
+    top-level op's inputs and outputs boxed, nothing recorded); ``mechanisms`` picks some of
+    them (the rows that explain the floor)."""
     mm = torch.nn.modules.module
+    probe = _native_module() if "aten" in mechanisms else None
     if "torch._dynamo" in sys.modules:  # Dynamo skips the mode's frames, as it does TensorViz's
         _skip_dynamo_below(_PassDispatch.__torch_dispatch__.__code__)
     handles = [mm.register_module_forward_pre_hook(_no_hook),
                mm.register_module_forward_hook(_no_hook, always_call=True)] if "module" in mechanisms else []
     try:
+        if probe is not None:
+            probe.callbacks_alone(True)
         with (_PassFunction() if "function" in mechanisms else contextlib.nullcontext()), \
                 (_PassDispatch() if "dispatch" in mechanisms else contextlib.nullcontext()):
             return model(x)
     finally:
+        if probe is not None:
+            probe.callbacks_alone(False)
         for handle in handles:
             handle.remove()
+
+
+def _native_module():
+    from capture.torch.native import load
+
+    return load(wait=True)
 
 
 # The floor's mechanisms, each alone: (key, label, what hook_floor installs).
 MECHANISMS = (("floor:module", "  module hooks alone", ("module",)),
               ("floor:function", "  function mode alone", ("function",)),
               ("floor:dispatch", "  dispatch mode alone", ("dispatch",)))
+# What the native recorder cannot do without (it has no dispatch mode): the module hooks,
+# the function mode and its ATen callbacks, each calling straight through.
+NATIVE_FLOOR = ("floor:native", "native floor (no recording)", ("module", "function", "aten"))
+NATIVE_ALONE = ("floor:aten", "  ATen callbacks alone", ("aten",))
 
 
 def peer_variants(model: torch.nn.Module, x: torch.Tensor) -> dict:
@@ -473,6 +492,8 @@ def suite(args) -> None:
                     if not args.off_only:
                         variants["native on"] = lambda: capture_once(model, x, True, files, recorder="native")
                     variants["native off"] = lambda: capture_once(model, x, False, files, recorder="native")
+                    for key, _, mechanisms in (NATIVE_FLOOR, NATIVE_ALONE):
+                        variants[key] = lambda mechanisms=mechanisms: hook_floor(model, x, mechanisms)
                 for key, _, mechanisms in MECHANISMS:
                     variants[key] = lambda mechanisms=mechanisms: hook_floor(model, x, mechanisms)
                 if batch == 1 and not args.no_peers and not args.off_only:
@@ -529,6 +550,7 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
                   f"{own['off']:.1f} us/op stats off")
         else:
             print(f"  {'TensorViz above the floor':26}{'':9}{own['off']:9.1f}{'':9}   us/op stats off")
+    print_native_floor(got, n_ops)
     extra = {"on+encode": ("stats on + encode", "the graph, then its file's bytes (graphfile.encode)"),
              "on+after": ("stats on + parameters after", "the graph, then the parameters' statistics (the worker's whole work)"),
              "on, now": ("stats on, parameters in forward", "every parameter measured before the graph (before issue 51)")}
@@ -545,6 +567,27 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
         what = {"torchinfo": "modules only, no op graph", "torch.export": "an exported program",
                 "torchview": "op graph, no measurements", "torchlens": "its defaults"}.get(key, "")
         print(f"  {key:26}{row['ratio']:9.2f}{'':9}{row['cpu_best']:9.4f}   {what}")
+
+
+def print_native_floor(got: dict, n_ops: int) -> None:
+    """The native recorder's floor (module hooks, function mode, ATen callbacks, all calling
+    straight through), the callbacks alone, and the native rows above that floor."""
+    floor = got.get(NATIVE_FLOOR[0])
+    if not floor:
+        return
+    if floor.get("error"):
+        print(f"  {NATIVE_FLOOR[1]:26}   failed: {floor['error']}")
+        return
+    print(f"  {NATIVE_FLOOR[1]:26}{floor['ratio']:9.2f}{floor['diff'] / n_ops * 1e6:9.1f}{floor['cpu_best']:9.4f}   "
+          "module hooks, function mode and the native recorder's ATen callbacks, calling straight through")
+    alone = got.get(NATIVE_ALONE[0])
+    if alone and not alone.get("error"):
+        print(f"  {NATIVE_ALONE[1]:26}{alone['ratio']:9.2f}{alone['diff'] / n_ops * 1e6:9.1f}{alone['cpu_best']:9.4f}   "
+              "(every top-level op boxed; noise on a shared machine is a few us/op)")
+    own = {key: (got[key]["diff"] - floor["diff"]) / n_ops * 1e6 for key in ("native on", "native off") if key in got}
+    if own:
+        said = "; ".join(f"{v:.1f} us/op stats {k.split()[1]}" for k, v in own.items())
+        print(f"  {'native above its floor':26}{'':9}{'':9}{'':9}   {said}")
 
 
 # --------------------------------------------------------------------------- scaling

@@ -1394,6 +1394,25 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   }
 }
 
+// The callbacks' own cost, for benchmarks/bench_torch_capture.py's native floor: the same
+// registration as a recording (every top-level op's inputs and outputs boxed), nothing
+// recorded, and each op's inner calls not called back (as for a kernel the recorder sees).
+at::CallbackHandle probe_handle = 0;
+thread_local bool tl_probe_off = false;
+
+std::unique_ptr<at::ObserverContext> probe_start(const at::RecordFunction&) {
+  at::enableRecordFunction(false);
+  tl_probe_off = true;
+  return nullptr;
+}
+
+void probe_end(const at::RecordFunction&, at::ObserverContext*) {
+  if (tl_probe_off) {
+    at::enableRecordFunction(true);
+    tl_probe_off = false;
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ Python API
@@ -1528,4 +1547,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return self.r->flush(t[0], t[1], t[2], t[3], t[4], t[5]);
       });
   m.def("busy", []() { return active != nullptr; });
+  m.def("callbacks_alone", [](bool on) {
+    // the probe above on or off (a benchmark's floor; never while recording)
+    if (on && active) throw std::runtime_error("a native recording is running");
+    if (on && !probe_handle)
+      probe_handle = at::addGlobalCallback(at::RecordFunctionCallback(&probe_start, &probe_end)
+                                               .needsInputs(true)
+                                               .needsOutputs(true)
+                                               .scopes({at::RecordScope::FUNCTION}));
+    if (!on && probe_handle) {
+      at::removeCallback(probe_handle);
+      probe_handle = 0;
+    }
+  });
 }
