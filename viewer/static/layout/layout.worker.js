@@ -654,10 +654,21 @@ async function run(request) {
   if (!elkLoading) setTimeout(() => loadElk().catch(() => {}), ELK_AFTER_MS); // a container that needs it says so
 }
 
-// Whether a job is laid out as a chain, without ELK (elkLayout).
+// Whether a job is laid out as a chain, without ELK (elkLayout): its edges first (each item
+// wired to the next and nothing else, with the plain options), its cards measured only then
+// (a batch of Expand all's small containers is not measured twice).
 /** @param {LayoutJob} job */
 function isChain(job) {
-  if (tooBigForElk(job)) return false;
+  const n = job.items.length;
+  if (n === 0 || job.row || job.wrap || (job.columns || []).some((col) => col.length > 1) || tooBigForElk(job)) return false;
+  /** @type {Set<number>} */
+  const from = new Set();
+  for (const e of job.edges) {
+    if (e.s === e.t) continue;
+    if (e.t !== e.s + 1 || e.t >= n) return false;
+    from.add(e.s);
+  }
+  if (from.size !== n - 1) return false;
   const { graph } = elkGraph(job, "");
   return graph.layoutOptions === LAYOUT_OPTIONS && chainLayout(graph, PADDING, LAYER_SPACING) !== null;
 }
