@@ -44,7 +44,7 @@ function errorText(err) {
 
 const params = new URLSearchParams(location.search);
 const api = new Api(params.get("capture"));
-// Start the layout worker first: ELK parses while the capture summary is fetched.
+// The layout client first: it adopts the worker index.html started (layout/early-worker.js).
 const layout = new LayoutClient("static/layout/layout.worker.js");
 const store = new Store(api, layout);
 const banners = new Banners($("banners"));

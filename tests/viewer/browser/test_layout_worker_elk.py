@@ -24,7 +24,8 @@ def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, c
     version = re.match(r"elk\.bundled-(.+)\.js$", vendored.name).group(1)
     worker = (STATIC_DIR / "layout" / "layout.worker.js").read_text()
     face = (STATIC_DIR / "vendor" / "elk.js").read_text()
-    assert 'from "../vendor/elk.js"' in worker and "importScripts" not in worker
+    # loaded when first needed (a chain is laid out without it: layout/chain.js)
+    assert 'import("../vendor/elk.js")' in worker and "importScripts" not in worker
     assert f'import "./{vendored.name}";' in face and f'ELK_VERSION = "{version}"' in face
     assert "self.document" not in worker + face  # no stub hiding the worker global from ELK
     server = ViewerServer([synthetic_capture(30)])
@@ -42,9 +43,11 @@ def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, c
             w.onmessage = (e) => {
               seen.push(e.data);
               if (e.data.type === p.FromWorker.VERSION) {
+                // not a chain (a -> c beside a -> b -> c): ELK lays it out
                 w.postMessage(p.layoutRequest(1, 1, [{sig: "t", items: [
-                  {kind: "node", title: "a", lines: []}, {kind: "node", title: "b", lines: []}],
-                  edges: [{s: 0, t: 1, label: ""}]}]));
+                  {kind: "node", title: "a", lines: []}, {kind: "node", title: "b", lines: []},
+                  {kind: "node", title: "c", lines: []}],
+                  edges: [{s: 0, t: 1, label: ""}, {s: 1, t: 2, label: ""}, {s: 0, t: 2, label: ""}]}]));
               }
               if (e.data.type === p.FromWorker.DONE || e.data.type === p.FromWorker.ERROR) {
                 w.terminate();
@@ -59,7 +62,7 @@ def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, c
         assert answer[0] == {"type": "version", "elk": version, "ownHandler": True}
         (result,) = [m for m in answer if m["type"] == "result"]
         boxes = result["layout"]["boxes"]
-        assert len(boxes) == 2 and boxes[0]["y"] < boxes[1]["y"]  # b laid out below a (layered, downwards)
+        assert len(boxes) == 3 and boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"]  # layered, downwards
         assert answer[-1] == {"type": "done", "seq": 1, "chunk": 1, "ms": answer[-1]["ms"]}
     finally:
         server.stop()

@@ -138,9 +138,10 @@ export class LayoutClient {
     this.size = size;
     /** @type {Worker[]} */
     this.workers = [];
-    // One worker starts now (ELK parses while the page loads); the others only when a
-    // request has independent work for them, so a first paint never pays for them.
-    this._spawn();
+    // One worker starts now, or the one index.html started before the app's modules loaded
+    // is adopted (early-worker.js); the others only
+    // when a request has independent work for them, so a first paint never pays for them.
+    this._spawn(adoptEarly(workerUrl));
     this.seq = 0;
     /** @type {Map<string, Layout>} */
     this.layouts = new Map(); // sig -> layout, shared with the view model
@@ -180,9 +181,11 @@ export class LayoutClient {
     return this.workers[0];
   }
 
-  _spawn() {
+  /** @param {Worker | null} [early]  a worker started already for this client's script */
+  _spawn(early = null) {
     // A module worker: it imports the card geometry the page draws with (draw/card.js).
-    const w = new Worker(this.workerUrl, { type: "module" });
+    /** @type {Worker} */
+    const w = early || new Worker(this.workerUrl, { type: "module" });
     w.onmessage = (event) => this._onMessage(w, event.data);
     w.onerror = (event) => this._fail(event.message || "layout worker failed");
     this.workers.push(w);
@@ -430,6 +433,20 @@ const PADDING = 10;
 const BETWEEN_LAYERS = 22;
 
 // One worker per core, up to four: the page's own thread is idle while layouts run.
+// The worker index.html started early for `workerUrl` (early-worker.js), taken once; null
+// when there is none (a test page, another script).
+/**
+ * @param {string | URL} workerUrl
+ * @returns {Worker | null}
+ */
+function adoptEarly(workerUrl) {
+  const g = /** @type {any} */ (globalThis);
+  const early = g.tensorvizEarlyWorker;
+  if (!early || early.url !== String(workerUrl)) return null;
+  g.tensorvizEarlyWorker = undefined;
+  return early.worker;
+}
+
 function defaultPoolSize() {
   const cores = (typeof navigator !== "undefined" && navigator.hardwareConcurrency) || 2;
   return Math.max(1, Math.min(4, cores));

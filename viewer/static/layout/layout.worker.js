@@ -15,11 +15,12 @@
 // A module worker (layout-client.js starts it with {type: "module"}): cards are sized by
 // the same module that draws them (draw/card.js); ELK comes through its ES-module face.
 
-import ELK, { ELK_VERSION } from "../vendor/elk.js";
 import { canvasMeasurer, charMeasurer, labelRect, measureCard, screenCard } from "../draw/card.js";
 import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 import { WRAP_PIECE_GAP, needsWrap, wrapColumns, placeColumns, topFit, cutAt, labelPoint } from "./wrap.js";
 import { layeredLayout, tooBigForElk } from "./layered.js";
+import { chainLayout } from "./chain.js";
+import { LAYER_SPACING, LAYOUT_OPTIONS, PADDING } from "./elk-options.js";
 
 /**
  * @typedef {import("./protocol.js").LayoutJob} LayoutJob
@@ -46,13 +47,39 @@ import { layeredLayout, tooBigForElk } from "./layered.js";
  * @typedef {{graph: ElkNode, sizes: Size[], twins: [number, number][]}} Built
  */
 
-// ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
-// in-thread "fake worker". (Seeing a worker global, the bundle also sets `self.onmessage`
-// to a dispatcher of its own; this file's handler, assigned below, replaces it.)
-const elk = new ELK();
+// ELK as a library, in this thread, loaded when first needed (loadElk): a container that
+// is one chain is laid out without it (chain.js: ELK's own answer for a chain), and the
+// first view of a deep model is a few chains, so its first paint does not wait for ELK's
+// 1.6 MB to be fetched, parsed and warmed up (0.3 s on an idle machine, up to a second
+// beside a busy server), nor share the machine with that work. After a request is done,
+// ELK loads anyway (ELK_AFTER_MS later: the page paints meanwhile), so that the next
+// container that needs it does not wait.
+/** @type {Promise<import("../vendor/elk.js").ElkApi> | null} */
+let elkLoading = null;
+let ELK_VERSION = "";
+const ELK_AFTER_MS = 100;
 
-// Warm ELK's code paths once, off the critical path of the first real request.
-elk.layout({ id: "warm", layoutOptions: { "elk.algorithm": "layered" }, children: [{ id: "a", width: 10, height: 10 }, { id: "b", width: 10, height: 10 }], edges: [{ id: "e", sources: ["a"], targets: ["b"] }] }).catch(() => {});
+/** @returns {Promise<import("../vendor/elk.js").ElkApi>} */
+function loadElk() {
+  if (!elkLoading) {
+    elkLoading = import("../vendor/elk.js").then((m) => {
+      // `new ELK()` without a workerUrl runs ELK's own in-thread "fake worker". Seeing a
+      // worker global, the bundle sets `self.onmessage` to a dispatcher of its own: this
+      // file's handler is put back (no message is handled in between: this runs as a
+      // microtask of the import, messages are tasks).
+      const elk = new m.default();
+      self.onmessage = handler;
+      ELK_VERSION = m.ELK_VERSION;
+      // Warm ELK's code paths once, before the first container that needs it.
+      elk.layout({ id: "warm", layoutOptions: { "elk.algorithm": "layered" }, children: [{ id: "a", width: 10, height: 10 }, { id: "b", width: 10, height: 10 }], edges: [{ id: "e", sources: ["a"], targets: ["b"] }] }).catch(() => {});
+      return elk;
+    }, (err) => {
+      elkLoading = null; // asked again by the next container that needs it
+      throw err;
+    });
+  }
+  return elkLoading;
+}
 
 /** @type {Map<string, Layout>} */
 const cache = new Map(); // sig -> layout (bounded, oldest evicted)
@@ -71,31 +98,6 @@ try {
   measure = charMeasurer;
 }
 
-// Chosen by measurement on real models (benchmarks/bench_viewer_readability.py) and on
-// the synthetic layered graphs (benchmarks/bench_viewer_browser.py): network-simplex
-// layering puts a parameter-free source (an input, a constant) next to its first use
-// instead of in the top layer; nodes keep program order (model order), so consecutive
-// blocks stack in one column; Brandes-Köpf placement with a balanced alignment keeps the
-// main path straight, residual edges run beside it. One sweep of crossing minimisation
-// and no greedy switch keep a 400-item container fast.
-const LAYOUT_OPTIONS = {
-  "elk.algorithm": "layered",
-  "elk.direction": "DOWN",
-  "elk.edgeRouting": "ORTHOGONAL",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "40",
-  "elk.layered.spacing.edgeNodeBetweenLayers": "16",
-  "elk.spacing.nodeNode": "28",
-  "elk.spacing.edgeNode": "14",
-  "elk.spacing.edgeEdge": "10",
-  "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
-  "elk.layered.nodePlacement.bk.fixedAlignment": "BALANCED",
-  "elk.layered.layering.strategy": "NETWORK_SIMPLEX",
-  "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
-  "elk.layered.thoroughness": "1",
-  "elk.layered.crossingMinimization.greedySwitch.type": "OFF",
-  "elk.layered.compaction.postCompaction.strategy": "NONE",
-  "elk.padding": "[top=10,left=10,bottom=10,right=10]",
-};
 
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
 const COLUMN_OPTIONS = { ...LAYOUT_OPTIONS, "elk.layered.nodePlacement.strategy": "NETWORK_SIMPLEX" };
@@ -235,9 +237,9 @@ async function elkLayout(job) {
     return { layout, sizes };
   }
   const { graph, sizes, twins } = elkGraph(job, "");
-  let out;
+  let out = graph.layoutOptions === LAYOUT_OPTIONS ? chainLayout(graph, PADDING, LAYER_SPACING) : null;
   try {
-    out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
+    out = out || (await (await loadElk()).layout(graph, { logging: false, measureExecutionTime: false }));
   } catch {
     return { layout: null, sizes };
   }
@@ -530,7 +532,7 @@ async function layoutBatch(jobs) {
   const built = jobs.map((job, k) => elkGraph(job, `b${k}`));
   let out;
   try {
-    out = await elk.layout(
+    out = await (await loadElk()).layout(
       { id: "batch", layoutOptions: { "elk.algorithm": "fixed", "elk.hierarchyHandling": "SEPARATE_CHILDREN" }, children: built.map((b) => b.graph) },
       { logging: false, measureExecutionTime: false }
     );
@@ -609,7 +611,7 @@ async function run(request) {
     let total = 0;
     for (let k = i; k < jobs.length && batch.length < 256; k++) {
       const next = jobs[k];
-      if (next.items.length > BATCH_ITEMS || total + next.items.length > BATCH_TOTAL || cache.has(next.sig)) break;
+      if (next.items.length > BATCH_ITEMS || total + next.items.length > BATCH_TOTAL || cache.has(next.sig) || isChain(next)) break;
       batch.push(next);
       total += next.items.length;
     }
@@ -649,6 +651,26 @@ async function run(request) {
     await yieldToEvents(); // let a newer request arrive and win
   }
   self.postMessage(done(request.seq, request.chunk, performance.now() - t0));
+  if (!elkLoading) setTimeout(() => loadElk().catch(() => {}), ELK_AFTER_MS); // a container that needs it says so
+}
+
+// Whether a job is laid out as a chain, without ELK (elkLayout): its edges first (each item
+// wired to the next and nothing else, with the plain options), its cards measured only then
+// (a batch of Expand all's small containers is not measured twice).
+/** @param {LayoutJob} job */
+function isChain(job) {
+  const n = job.items.length;
+  if (n === 0 || job.row || job.wrap || (job.columns || []).some((col) => col.length > 1) || tooBigForElk(job)) return false;
+  /** @type {Set<number>} */
+  const from = new Set();
+  for (const e of job.edges) {
+    if (e.s === e.t) continue;
+    if (e.t !== e.s + 1 || e.t >= n) return false;
+    from.add(e.s);
+  }
+  if (from.size !== n - 1) return false;
+  const { graph } = elkGraph(job, "");
+  return graph.layoutOptions === LAYOUT_OPTIONS && chainLayout(graph, PADDING, LAYER_SPACING) !== null;
 }
 
 async function pump() {
@@ -662,7 +684,8 @@ async function pump() {
   running = false;
 }
 
-self.onmessage = (/** @type {MessageEvent} */ event) => {
+/** @param {MessageEvent} event */
+function handler(event) {
   const msg = event.data;
   if (msg && msg.type === ToWorker.LAYOUT) {
     newestSeq = Math.max(newestSeq, msg.seq);
@@ -671,7 +694,7 @@ self.onmessage = (/** @type {MessageEvent} */ event) => {
     pump();
   } else if (msg && msg.type === ToWorker.VERSION) {
     // Which ELK answered: the test that an upgrade did not break the worker reads it.
-    self.postMessage(version(ELK_VERSION, self.onmessage === handler));
+    loadElk().then(() => self.postMessage(version(ELK_VERSION, self.onmessage === handler)));
   }
-};
-const handler = self.onmessage;
+}
+self.onmessage = handler;

@@ -1,0 +1,103 @@
+"""A container that is one chain (an input pill, a card, an output pill: the first view of
+a deep model) is laid out by layout/chain.js without ELK, and the layout is ELK's own: on
+chains of random whole-pixel sizes, with the worker's options (layout/elk-options.js),
+chain.js answers exactly what ELK answers. The worker loads ELK only for a container
+that needs it (or once a request is done), so with ELK's bundle unreachable a chain still
+lays out and only another container falls back."""
+
+from __future__ import annotations
+
+import pytest
+
+from synthetic import synthetic_capture
+from viewer.server.app import ViewerServer
+
+from tv_browser import open_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+COMPARE = """async () => {
+  const { chainLayout } = await import("./static/layout/chain.js");
+  const { LAYOUT_OPTIONS, PADDING, LAYER_SPACING } = await import("./static/layout/elk-options.js");
+  const ELK = (await import("./static/vendor/elk.js")).default;
+  const elk = new ELK();
+  let seed = 12345;
+  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  const graph = (sizes, edges) => ({id: "", layoutOptions: LAYOUT_OPTIONS,
+    children: sizes.map(([w, h], i) => ({id: `i${i}`, width: w, height: h})),
+    edges: edges.map(([s, t], k) => ({id: `e${k}`, sources: [`i${s}`], targets: [`i${t}`]}))});
+  const same = [], differ = [];
+  for (let t = 0; t < 150; t++) {
+    const n = 1 + Math.floor(rnd() * 8);
+    const sizes = Array.from({length: n}, () => [40 + Math.floor(rnd() * 400), 20 + Math.floor(rnd() * 300)]);
+    if (t % 5 === 0 && n > 1) sizes[n - 1][0] = sizes[0][0];  // widths tied
+    const g = graph(sizes, sizes.slice(1).map((_, i) => [i, i + 1]));
+    const mine = chainLayout(JSON.parse(JSON.stringify(g)), PADDING, LAYER_SPACING);
+    const theirs = await elk.layout(g);
+    const read = (out) => ({
+      boxes: out.children.map((c) => [c.id, c.x, c.y, c.width, c.height]),
+      edges: (out.edges || []).map((e) => [e.id, e.sections.map((s) => [s.startPoint.x, s.startPoint.y,
+        (s.bendPoints || []).map((b) => [b.x, b.y]), s.endPoint.x, s.endPoint.y])]),
+    });
+    const a = JSON.stringify(read(theirs)), b = mine && JSON.stringify(read(mine));
+    (a === b ? same : differ).push({sizes, elk: a, chain: b});
+  }
+  const notChains = [
+    chainLayout(graph([[50, 20], [60, 20], [70, 20]], [[0, 1], [1, 2], [0, 2]]), PADDING, LAYER_SPACING),  // a skip edge
+    chainLayout(graph([[50, 20], [60, 20], [70, 20]], [[0, 2], [2, 1]]), PADDING, LAYER_SPACING),  // out of order
+    chainLayout(graph([[50, 20], [60, 20]], []), PADDING, LAYER_SPACING),  // not connected
+    chainLayout(graph([[50.5, 20], [60, 20]], [[0, 1]]), PADDING, LAYER_SPACING),  // fractional: ELK's sums
+  ];
+  return {same: same.length, differ: differ.slice(0, 3), notChains};
+}"""
+
+
+def test_a_chain_is_laid_out_exactly_as_elk_lays_it_out(browser, close_pages):
+    server = ViewerServer([synthetic_capture(30)])
+    server.start()
+    try:
+        app = open_app(browser, server.url)
+        close_pages.append(app)
+        got = app.js(COMPARE)
+        assert got["differ"] == [] and got["same"] == 150
+        assert got["notChains"] == [None, None, None, None]
+    finally:
+        server.stop()
+
+
+LAYOUT_TWO = """async () => {
+  const p = await import("./static/layout/protocol.js");
+  const node = (title) => ({kind: "node", title, lines: []});
+  return new Promise((resolve, reject) => {
+    const w = new Worker("static/layout/layout.worker.js", {type: "module"});
+    const results = {};
+    w.onerror = (e) => reject(String(e.message || e));
+    w.onmessage = (e) => {
+      if (e.data.type === p.FromWorker.RESULT) results[e.data.sig] = e.data.layout;
+      if (e.data.type === p.FromWorker.DONE || e.data.type === p.FromWorker.ERROR) { w.terminate(); resolve(results); }
+    };
+    w.postMessage(p.layoutRequest(1, 1, [
+      {sig: "chain", items: [node("a"), node("b"), node("c")], edges: [{s: 0, t: 1, label: ""}, {s: 1, t: 2, label: ""}]},
+      {sig: "triangle", items: [node("a"), node("b"), node("c")],
+       edges: [{s: 0, t: 1, label: ""}, {s: 1, t: 2, label: ""}, {s: 0, t: 2, label: ""}]},
+    ]));
+  });
+}"""
+
+
+def test_a_chain_needs_no_elk_and_other_containers_still_do(browser, close_pages):
+    server = ViewerServer([synthetic_capture(30)])
+    server.start()
+    try:
+        app = open_app(browser, server.url)
+        close_pages.append(app)
+        with_elk = app.js(LAYOUT_TWO)
+        # ELK's bundle unreachable from here on: the worker cannot load it
+        app.page.route("**/vendor/elk.bundled-*.js", lambda route: route.abort())
+        without = app.js(LAYOUT_TWO)
+        assert without["chain"] == with_elk["chain"] and not without["chain"].get("fallback")
+        boxes = without["chain"]["boxes"]
+        assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"] and len(without["chain"]["edges"]) == 2
+        assert not with_elk["triangle"].get("fallback") and without["triangle"]["fallback"] is True
+    finally:
+        server.stop()

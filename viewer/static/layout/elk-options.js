@@ -1,0 +1,33 @@
+// ELK's options for a container, as the layout worker gives them (layout.worker.js
+// derives its row, column and screen variants from them; chain.js lays a chain out with
+// the same spacing and padding, and tests/viewer/browser/test_chain_layout.py compares the
+// two with these options).
+
+// Chosen by measurement on real models (benchmarks/bench_viewer_readability.py) and on
+// the synthetic layered graphs (benchmarks/bench_viewer_browser.py): network-simplex
+// layering puts a parameter-free source (an input, a constant) next to its first use
+// instead of in the top layer; nodes keep program order (model order), so consecutive
+// blocks stack in one column; Brandes-Köpf placement with a balanced alignment keeps the
+// main path straight, residual edges run beside it. One sweep of crossing minimisation
+// and no greedy switch keep a 400-item container fast.
+// Between two layers and around the cards (chain.js lays a chain out with the same figures).
+export const LAYER_SPACING = 40;
+export const PADDING = 10;
+export const LAYOUT_OPTIONS = {
+  "elk.algorithm": "layered",
+  "elk.direction": "DOWN",
+  "elk.edgeRouting": "ORTHOGONAL",
+  "elk.layered.spacing.nodeNodeBetweenLayers": String(LAYER_SPACING),
+  "elk.layered.spacing.edgeNodeBetweenLayers": "16",
+  "elk.spacing.nodeNode": "28",
+  "elk.spacing.edgeNode": "14",
+  "elk.spacing.edgeEdge": "10",
+  "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
+  "elk.layered.nodePlacement.bk.fixedAlignment": "BALANCED",
+  "elk.layered.layering.strategy": "NETWORK_SIMPLEX",
+  "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+  "elk.layered.thoroughness": "1",
+  "elk.layered.crossingMinimization.greedySwitch.type": "OFF",
+  "elk.layered.compaction.postCompaction.strategy": "NONE",
+  "elk.padding": `[top=${PADDING},left=${PADDING},bottom=${PADDING},right=${PADDING}]`,
+};
