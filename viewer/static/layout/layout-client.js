@@ -139,8 +139,8 @@ export class LayoutClient {
     /** @type {Worker[]} */
     this.workers = [];
     // One worker starts now, or the one index.html started before the app's modules loaded
-    // is adopted (early-worker.js); the others only
-    // when a request has independent work for them, so a first paint never pays for them.
+    // is adopted (early-worker.js); the others only when a request has independent work
+    // for them, so a first paint never pays for them.
     this._spawn(adoptEarly(workerUrl));
     this.seq = 0;
     /** @type {Map<string, Layout>} */
@@ -432,7 +432,6 @@ export function topJobs(jobs) {
 const PADDING = 10;
 const BETWEEN_LAYERS = 22;
 
-// One worker per core, up to four: the page's own thread is idle while layouts run.
 // The worker index.html started early for `workerUrl` (early-worker.js), taken once; null
 // when there is none (a test page, another script).
 /**
@@ -447,6 +446,7 @@ function adoptEarly(workerUrl) {
   return early.worker;
 }
 
+// One worker per core, up to four: the page's own thread is idle while layouts run.
 function defaultPoolSize() {
   const cores = (typeof navigator !== "undefined" && navigator.hardwareConcurrency) || 2;
   return Math.max(1, Math.min(4, cores));
