@@ -132,7 +132,9 @@ class ActivationStatistics:
         the graph is written (:meth:`measure_later`), or before an op writes to ``key``."""
         if t.numel() == 0:
             return
-        self._later[vid] = (t.detach(), key)
+        # kept as it is (a parameter, alive anyway), detached when measured: a detached
+        # copy made now would allocate while the forward runs
+        self._later[vid] = (t, key)
         self._later_of[vid] = vid
         self._later_keys.setdefault(key, []).append(vid)
 
@@ -159,7 +161,7 @@ class ActivationStatistics:
         roots = set(vids)
         for vid in vids:
             t, _ = self._later.pop(vid)
-            self._one(vid, t)
+            self._one(vid, t.detach())
         values = self.values
         for vid, root in list(self._later_of.items()):
             if root in roots:
@@ -177,7 +179,7 @@ class ActivationStatistics:
         later, later_of = self._later, self._later_of
         self._later, self._later_of, self._later_keys = {}, {}, {}
         for vid, (t, key) in later.items():
-            self.measure(vid, t, key)
+            self.measure(vid, t.detach(), key)
         self.finish()
         values = self.values
         rows: list[list[Any]] = []

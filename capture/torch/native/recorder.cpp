@@ -230,8 +230,8 @@ class Recorder {
   std::vector<PyObject*> stats_py;  // per stats row, its dict once made
   std::vector<std::pair<int64_t, int64_t>> py_shares;  // statistics.share(vid, src) at flush
   std::vector<std::tuple<int64_t, at::Tensor, int64_t>> later_new;  // statistics.later at flush
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, at::Tensor>>> later_waiting;  // sid -> not yet handed
-  std::unordered_set<int64_t> later_handed;  // sids with values waiting in Python
+  ska::flat_hash_map<int64_t, c10::SmallVector<std::pair<int64_t, at::Tensor>, 1>> later_waiting;  // sid -> not yet handed
+  ska::flat_hash_set<int64_t> later_handed;  // sids with values waiting in Python
   int64_t skipped = 0;
   std::unordered_map<int8_t, PyObject*> dtype_names;
   std::unordered_map<int8_t, std::string> dtype_str;
@@ -277,6 +277,9 @@ class Recorder {
       stats.reserve(stats.size() + kValues);
       stats_py.reserve(stats_py.size() + kValues);
       py_shares.reserve(1024);
+      later_new.reserve(1024);
+      later_waiting.reserve(1024);
+      later_handed.reserve(1024);
     }
   }
 
@@ -528,7 +531,7 @@ class Recorder {
   void later(int64_t vid, const at::Tensor& t) {
     if (t.numel() == 0) return;
     stat_state[vid].state = 2;
-    later_new.emplace_back(vid, t.detach(), value_storage[vid]);
+    later_new.emplace_back(vid, t, value_storage[vid]);  // Python detaches it when it measures it
     later_waiting[value_storage[vid]].emplace_back(vid, t);
   }
 
