@@ -52,17 +52,23 @@ COMPARE = """async () => {
 }"""
 
 
-def test_a_chain_is_laid_out_exactly_as_elk_lays_it_out(browser, close_pages):
+@pytest.fixture
+def app(browser, close_pages):
+    """The app on a small synthetic capture."""
     server = ViewerServer([synthetic_capture(30)])
     server.start()
     try:
-        app = open_app(browser, server.url)
-        close_pages.append(app)
-        got = app.js(COMPARE)
-        assert got["differ"] == [] and got["same"] == 150
-        assert got["notChains"] == [None, None, None, None]
+        page = open_app(browser, server.url)
+        close_pages.append(page)
+        yield page
     finally:
         server.stop()
+
+
+def test_a_chain_is_laid_out_exactly_as_elk_lays_it_out(app):
+    got = app.js(COMPARE)
+    assert got["differ"] == [] and got["same"] == 150
+    assert got["notChains"] == [None, None, None, None]
 
 
 LAYOUT_TWO = """async () => {
@@ -85,19 +91,12 @@ LAYOUT_TWO = """async () => {
 }"""
 
 
-def test_a_chain_needs_no_elk_and_other_containers_still_do(browser, close_pages):
-    server = ViewerServer([synthetic_capture(30)])
-    server.start()
-    try:
-        app = open_app(browser, server.url)
-        close_pages.append(app)
-        with_elk = app.js(LAYOUT_TWO)
-        # ELK's bundle unreachable from here on: the worker cannot load it
-        app.page.route("**/vendor/elk.bundled-*.js", lambda route: route.abort())
-        without = app.js(LAYOUT_TWO)
-        assert without["chain"] == with_elk["chain"] and not without["chain"].get("fallback")
-        boxes = without["chain"]["boxes"]
-        assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"] and len(without["chain"]["edges"]) == 2
-        assert not with_elk["triangle"].get("fallback") and without["triangle"]["fallback"] is True
-    finally:
-        server.stop()
+def test_a_chain_needs_no_elk_and_other_containers_still_do(app):
+    with_elk = app.js(LAYOUT_TWO)
+    # ELK's bundle unreachable from here on: the worker cannot load it
+    app.page.route("**/vendor/elk.bundled-*.js", lambda route: route.abort())
+    without = app.js(LAYOUT_TWO)
+    assert without["chain"] == with_elk["chain"] and not without["chain"].get("fallback")
+    boxes = without["chain"]["boxes"]
+    assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"] and len(without["chain"]["edges"]) == 2
+    assert not with_elk["triangle"].get("fallback") and without["triangle"]["fallback"] is True
