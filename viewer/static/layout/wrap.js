@@ -120,7 +120,10 @@ export function cutsFor(cuts, height, k) {
 export function wrapColumns(job, layout, wrap) {
   const cuts = cutLines(job, layout);
   if (!cuts.length) return null;
-  /** @type {Layout[]} */
+  // Each candidate's size only (columnsSize: what placeColumns would answer, without
+  // building its boxes and edges); the layout is built for the one kept. Building every
+  // candidate (up to ~500 on a 400-layer chunk) took a third of a second per layout.
+  /** @type {ColumnsSize[]} */
   const laids = [];
   /** @type {Set<string>} */
   const tried = new Set();
@@ -128,9 +131,13 @@ export function wrapColumns(job, layout, wrap) {
     const key = lines.join(",");
     if (!lines.length || tried.has(key)) return null;
     tried.add(key);
-    const laid = placeColumns(job, layout, lines);
-    cutAt.set(laid, lines);
+    const laid = columnsSize(job, layout, lines);
     laids.push(laid);
+    return laid;
+  };
+  const built = (/** @type {ColumnsSize} */ l) => {
+    const laid = placeColumns(job, layout, l.lines);
+    cutAt.set(laid, l.lines);
     return laid;
   };
   for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
@@ -159,30 +166,33 @@ export function wrapColumns(job, layout, wrap) {
     // a side) and the hint bar's or the minimap's strip (renderer.js fitArea), with what
     // the containers around it add (topFit).
     laids.sort((a, b) => topFit(b, wrap) - topFit(a, wrap));
-    return topFit(laids[0], wrap) > topFit(layout, wrap) * 1.05 ? laids[0] : null;
+    return topFit(laids[0], wrap) > topFit(layout, wrap) * 1.05 ? built(laids[0]) : null;
   }
   // A container inside the view's outermost chain: as compact as it can be (the least area,
   // a column break counting WRAP_COLUMN_COST more), while its shape stays within WRAP_BAND
   // of the screen's; its parent sets it beside or below others (Llama's attention one
   // column, not two half as tall side by side, so that its decoder layer packs tighter).
   const aspect = wrap.w / wrap.h;
-  const inBand = (/** @type {Layout} */ l) => l.w / l.h >= aspect / WRAP_BAND && l.w / l.h <= aspect * WRAP_BAND;
-  /** @type {Layout | null} */
+  const inBand = (/** @type {Size} */ l) => l.w / l.h >= aspect / WRAP_BAND && l.w / l.h <= aspect * WRAP_BAND;
+  /** @type {Layout | ColumnsSize | null} */
   let best = null;
-  const cost = (/** @type {Layout} */ l) => l.w * l.h * (1 + WRAP_COLUMN_COST * ((l.wrapped || 1) - 1));
+  const cost = (/** @type {Size & {wrapped?: number}} */ l) => l.w * l.h * (1 + WRAP_COLUMN_COST * ((l.wrapped || 1) - 1));
   for (const l of [layout, ...laids]) if (inBand(l) && (!best || cost(l) < cost(best))) best = l;
   if (!best) for (const l of laids) if (!best || fitScale(l, wrap) > fitScale(best, wrap)) best = l;
-  return best === layout ? null : best;
+  return !best || best === layout ? null : built(/** @type {ColumnsSize} */ (best));
 }
 
-// The layout with its run cut at `lines` (y values) and the pieces set side by side.
+/** @typedef {{w: number, h: number, wrapped: number, lines: number[]}} ColumnsSize */
+
+// Where each piece of the run cut at `lines` goes (placeColumns): the piece of each box,
+// which edges cross from one piece to another, the channel over the columns, and each
+// piece's shift.
 /**
  * @param {LayoutJob} job
  * @param {Layout} layout
  * @param {number[]} lines
- * @returns {Layout}
  */
-export function placeColumns(job, layout, lines) {
+function columnsPlan(job, layout, lines) {
   const segOf = (/** @type {number} */ y) => {
     let k = 0;
     while (k < lines.length && y > lines[k]) k++;
@@ -225,6 +235,79 @@ export function placeColumns(job, layout, lines) {
     shift.push({ dx: x - e.x0, dy: top - e.y0, left: x, right: x + (e.x1 - e.x0), bottom: top + (e.y1 - e.y0) });
     x += e.x1 - e.x0 + gutter;
   }
+  return { n, boxSeg, crossing, shift };
+}
+
+// The route of an edge from one column to another (the k-th such): from the bottom of its
+// source out of the column, along the gutter beside it, over the top of the columns, and
+// down into its target, one lane each, side by side. `a`, `t`: its ends, placed.
+/**
+ * @param {Box} a
+ * @param {Box} t
+ * @param {{right: number, bottom: number}} from  its source's column
+ * @param {number} k
+ * @returns {number[][]}
+ */
+function crossingRoute(a, t, from, k) {
+  const sx = a.x + a.w / 2 + (k % 5) * 4 - 8;
+  const below = from.bottom + 12 + k * WRAP_LANE;
+  const gx = from.right + 12 + k * WRAP_LANE;
+  const over = 10 + k * WRAP_LANE;
+  const tx = t.x + t.w / 2 + (k % 5) * 4 - 8;
+  return [[sx, a.y + a.h], [sx, below], [gx, below], [gx, over], [tx, over], [tx, t.y]];
+}
+
+// The size placeColumns(job, layout, lines) answers, without building its layout.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ * @param {number[]} lines
+ * @returns {ColumnsSize}
+ */
+export function columnsSize(job, layout, lines) {
+  const { n, boxSeg, crossing, shift } = columnsPlan(job, layout, lines);
+  const at = (/** @type {number} */ i) => {
+    const b = layout.boxes[i];
+    const sh = shift[boxSeg[i]];
+    return { x: b.x + sh.dx, y: b.y + sh.dy, w: b.w, h: b.h };
+  };
+  let w = 0;
+  let h = 0;
+  layout.boxes.forEach((b, i) => {
+    if (!b) return;
+    const sh = shift[boxSeg[i]];
+    w = Math.max(w, b.x + sh.dx + b.w);
+    h = Math.max(h, b.y + sh.dy + b.h);
+  });
+  let lane = 0;
+  for (const le of layout.edges) {
+    const je = job.edges[le.e];
+    if (!je) continue;
+    if (!crossing[le.e]) {
+      const sh = shift[boxSeg[je.s]];
+      for (const [px, py] of le.points) {
+        w = Math.max(w, px + sh.dx);
+        h = Math.max(h, py + sh.dy);
+      }
+      continue;
+    }
+    for (const [px, py] of crossingRoute(at(je.s), at(je.t), shift[boxSeg[je.s]], lane++)) {
+      w = Math.max(w, px);
+      h = Math.max(h, py);
+    }
+  }
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), wrapped: n, lines };
+}
+
+// The layout with its run cut at `lines` (y values) and the pieces set side by side.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ * @param {number[]} lines
+ * @returns {Layout}
+ */
+export function placeColumns(job, layout, lines) {
+  const { n, boxSeg, crossing, shift } = columnsPlan(job, layout, lines);
   const boxes = layout.boxes.map((b, i) => b && { ...b, x: b.x + shift[boxSeg[i]].dx, y: b.y + shift[boxSeg[i]].dy });
   /** @type {LayoutEdge[]} */
   const edges = [];
@@ -238,18 +321,7 @@ export function placeColumns(job, layout, lines) {
       edges.push({ ...le, points, labelAt: labelPoint(points) });
       continue;
     }
-    // From the bottom of its source out of the column, along the gutter beside it, over
-    // the top of the columns, and down into its target: one lane each, side by side.
-    const a = boxes[je.s];
-    const t = boxes[je.t];
-    const from = shift[boxSeg[je.s]];
-    const k = lane++;
-    const sx = a.x + a.w / 2 + (k % 5) * 4 - 8;
-    const below = from.bottom + 12 + k * WRAP_LANE;
-    const gx = from.right + 12 + k * WRAP_LANE;
-    const over = 10 + k * WRAP_LANE;
-    const tx = t.x + t.w / 2 + (k % 5) * 4 - 8;
-    const points = [[sx, a.y + a.h], [sx, below], [gx, below], [gx, over], [tx, over], [tx, t.y]];
+    const points = crossingRoute(boxes[je.s], boxes[je.t], shift[boxSeg[je.s]], lane++);
     edges.push({ e: le.e, points, labelAt: labelPoint(points) });
   }
   let w = 0;
