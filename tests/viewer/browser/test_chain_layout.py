@@ -1,9 +1,11 @@
 """A container that is one chain (an input pill, a card, an output pill: the first view of
 a deep model) is laid out by layout/chain.js without ELK, and the layout is ELK's own: on
 chains of random whole-pixel sizes, with the worker's options (layout/elk-options.js),
-chain.js answers exactly what ELK answers. The worker loads ELK only for a container
-that needs it (or once a request is done), so with ELK's bundle unreachable a chain still
-lays out and only another container falls back."""
+chain.js answers exactly what ELK answers (the plain options, the denser ones of a layout
+for the screen, and a stack's column, whose network-simplex placement puts cards on whole
+pixels: a wrapped 400-layer chunk's pieces are such chains). The worker loads ELK only for
+a container that needs it (or once a request is done), so with ELK's bundle unreachable a
+chain still lays out and only another container falls back."""
 
 from __future__ import annotations
 
@@ -18,29 +20,38 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 COMPARE = """async () => {
   const { chainLayout } = await import("./static/layout/chain.js");
-  const { LAYOUT_OPTIONS, PADDING, LAYER_SPACING } = await import("./static/layout/elk-options.js");
+  const { CHAIN_OPTIONS, LAYOUT_OPTIONS, PADDING, LAYER_SPACING } = await import("./static/layout/elk-options.js");
   const ELK = (await import("./static/vendor/elk.js")).default;
   const elk = new ELK();
-  let seed = 12345;
-  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
-  const graph = (sizes, edges) => ({id: "", layoutOptions: LAYOUT_OPTIONS,
+  const graph = (sizes, edges, options = LAYOUT_OPTIONS, edgeOptions = null) => ({id: "", layoutOptions: options,
     children: sizes.map(([w, h], i) => ({id: `i${i}`, width: w, height: h})),
-    edges: edges.map(([s, t], k) => ({id: `e${k}`, sources: [`i${s}`], targets: [`i${t}`]}))});
-  const same = [], differ = [];
-  for (let t = 0; t < 150; t++) {
-    const n = 1 + Math.floor(rnd() * 8);
-    const sizes = Array.from({length: n}, () => [40 + Math.floor(rnd() * 400), 20 + Math.floor(rnd() * 300)]);
-    if (t % 5 === 0 && n > 1) sizes[n - 1][0] = sizes[0][0];  // widths tied
-    const g = graph(sizes, sizes.slice(1).map((_, i) => [i, i + 1]));
-    const mine = chainLayout(JSON.parse(JSON.stringify(g)), PADDING, LAYER_SPACING);
-    const theirs = await elk.layout(g);
-    const read = (out) => ({
-      boxes: out.children.map((c) => [c.id, c.x, c.y, c.width, c.height]),
-      edges: (out.edges || []).map((e) => [e.id, e.sections.map((s) => [s.startPoint.x, s.startPoint.y,
-        (s.bendPoints || []).map((b) => [b.x, b.y]), s.endPoint.x, s.endPoint.y])]),
-    });
-    const a = JSON.stringify(read(theirs)), b = mine && JSON.stringify(read(mine));
-    (a === b ? same : differ).push({sizes, elk: a, chain: b});
+    edges: edges.map(([s, t], k) => ({id: `e${k}`, sources: [`i${s}`], targets: [`i${t}`],
+      ...(edgeOptions ? {layoutOptions: edgeOptions} : {})}))});
+  const read = (out) => ({
+    w: out.width, h: out.height,
+    boxes: out.children.map((c) => [c.id, c.x, c.y, c.width, c.height]),
+    edges: (out.edges || []).map((e) => [e.id, e.sections.map((s) => [s.startPoint.x, s.startPoint.y,
+      (s.bendPoints || []).map((b) => [b.x, b.y]), s.endPoint.x, s.endPoint.y])]),
+  });
+  // Each of the worker's option sets chain.js answers for: the plain ones, the screen's
+  // denser ones, and a stack's column (network-simplex placement, its edges kept straight).
+  const byOptions = [];
+  for (const [options, [gap, whole]] of CHAIN_OPTIONS) {
+    let seed = 12345;
+    const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const edgeOptions = whole ? {"elk.layered.priority.straightness": "1000"} : null;
+    const same = [], differ = [];
+    for (let t = 0; t < 120; t++) {
+      const n = 1 + Math.floor(rnd() * (t % 2 ? 8 : 30));
+      const sizes = Array.from({length: n}, () => [40 + Math.floor(rnd() * 400), 20 + Math.floor(rnd() * 300)]);
+      if (t % 5 === 0 && n > 1) sizes[n - 1][0] = sizes[0][0];  // widths tied
+      const g = graph(sizes, sizes.slice(1).map((_, i) => [i, i + 1]), options, edgeOptions);
+      const mine = chainLayout(JSON.parse(JSON.stringify(g)), PADDING, gap, whole);
+      const theirs = await elk.layout(g);
+      const a = JSON.stringify(read(theirs)), b = mine && JSON.stringify(read(mine));
+      (a === b ? same : differ).push({sizes, elk: a, chain: b});
+    }
+    byOptions.push({gap, whole, same: same.length, differ: differ.slice(0, 2)});
   }
   const notChains = [
     chainLayout(graph([[50, 20], [60, 20], [70, 20]], [[0, 1], [1, 2], [0, 2]]), PADDING, LAYER_SPACING),  // a skip edge
@@ -48,7 +59,7 @@ COMPARE = """async () => {
     chainLayout(graph([[50, 20], [60, 20]], []), PADDING, LAYER_SPACING),  // not connected
     chainLayout(graph([[50.5, 20], [60, 20]], [[0, 1]]), PADDING, LAYER_SPACING),  // fractional: ELK's sums
   ];
-  return {same: same.length, differ: differ.slice(0, 3), notChains};
+  return {byOptions, notChains};
 }"""
 
 
@@ -67,7 +78,9 @@ def app(browser, close_pages):
 
 def test_a_chain_is_laid_out_exactly_as_elk_lays_it_out(app):
     got = app.js(COMPARE)
-    assert got["differ"] == [] and got["same"] == 150
+    assert [(o["gap"], o["whole"]) for o in got["byOptions"]] == [(40, False), (22, False), (40, True), (22, True)]
+    for o in got["byOptions"]:
+        assert o["differ"] == [] and o["same"] == 120, o
     assert got["notChains"] == [None, None, None, None]
 
 

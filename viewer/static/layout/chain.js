@@ -6,8 +6,8 @@
 // not a chain.
 //
 // A chain: items 0..n-1 with an edge from each to the next and no other, laid out with
-// the worker's plain options (not a row, no stack columns, not for the screen: those
-// change ELK's options), every size a whole number of pixels. ELK's layered algorithm puts one item per layer; Brandes-Köpf
+// options listed in elk-options.js CHAIN_OPTIONS (not a row: that changes ELK's answer),
+// every size a whole number of pixels. ELK's layered algorithm puts one item per layer; Brandes-Köpf
 // placement with a balanced alignment lines the items up on the widest one's centre, each
 // edge runs straight down from its source's bottom centre to its target's top centre; the
 // padding and the spacing between layers are the worker's options. The answer has ELK's
@@ -26,9 +26,12 @@
  * @param {ElkNode} graph
  * @param {number} pad  the padding around the items (the worker's elk.padding, every side)
  * @param {number} gap  between two layers (elk.layered.spacing.nodeNodeBetweenLayers)
+ * @param {boolean} [whole]  network-simplex placement (the worker's COLUMN_OPTIONS): ELK
+ *   puts the edges on the widest item's centre rounded up to a whole pixel, and each item
+ *   on a whole pixel, centred on that line (rounded down)
  * @returns {ElkNode | null}
  */
-export function chainLayout(graph, pad, gap) {
+export function chainLayout(graph, pad, gap, whole = false) {
   const children = graph.children || [];
   const edges = graph.edges || [];
   const from = chainSources(children, edges);
@@ -38,14 +41,14 @@ export function chainLayout(graph, pad, gap) {
   if (!from || !wholePixels(children, pad, gap)) return null;
   let wide = 0;
   for (const c of children) wide = Math.max(wide, /** @type {number} */ (c.width));
-  const centre = pad + wide / 2;
+  const centre = whole ? Math.ceil(pad + wide / 2) : pad + wide / 2;
   /** @type {{x: number, y: number, w: number, h: number}[]} */
   const boxes = [];
   let y = pad;
   for (const c of children) {
     const w = /** @type {number} */ (c.width);
     const h = /** @type {number} */ (c.height);
-    boxes.push({ x: pad + (wide - w) / 2, y, w, h });
+    boxes.push({ x: whole ? Math.floor(centre - w / 2) : pad + (wide - w) / 2, y, w, h });
     y += h + gap;
   }
   return {

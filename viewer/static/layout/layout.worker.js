@@ -20,7 +20,7 @@ import { ToWorker, done, dropped, layoutError, result, version } from "./protoco
 import { WRAP_PIECE_GAP, needsWrap, wrapColumns, placeColumns, topFit, cutAt, labelPoint } from "./wrap.js";
 import { layeredLayout, tooBigForElk } from "./layered.js";
 import { chainLayout } from "./chain.js";
-import { LAYER_SPACING, LAYOUT_OPTIONS, PADDING } from "./elk-options.js";
+import { CHAIN_OPTIONS, COLUMN_OPTIONS, DENSE, DENSE_COLUMN_OPTIONS, DENSE_OPTIONS, LAYOUT_OPTIONS, PADDING } from "./elk-options.js";
 
 /**
  * @typedef {import("./protocol.js").LayoutJob} LayoutJob
@@ -100,19 +100,13 @@ try {
 
 
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
-const COLUMN_OPTIONS = { ...LAYOUT_OPTIONS, "elk.layered.nodePlacement.strategy": "NETWORK_SIMPLEX" };
-// Laid out for the screen (Expand all, Depth…: job.wrap), the whole model is to be seen at
-// once: less room between layers and between cards, which at Fit is what the cards lose.
-// Between layers, room still for an edge's shape label beside it (labelSpot: a vertical
-// run of 22 px at least); edges keep their lanes.
-const DENSE = {
-  "elk.layered.spacing.nodeNodeBetweenLayers": "22",
-  "elk.layered.spacing.edgeNodeBetweenLayers": "8",
-  "elk.spacing.nodeNode": "12",
-  "elk.spacing.edgeNode": "8",
-  "elk.spacing.edgeEdge": "4",
-};
 const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
+/** @type {Map<object, object>} */
+const DENSE_OF = new Map([
+  [ROW_OPTIONS, { ...ROW_OPTIONS, ...DENSE }],
+  [COLUMN_OPTIONS, DENSE_COLUMN_OPTIONS],
+  [LAYOUT_OPTIONS, DENSE_OPTIONS],
+]);
 
 // Each card's size; laid out for the screen, an op card holds its far name (card.js screenCard).
 /** @param {LayoutJob} job */
@@ -162,7 +156,7 @@ function elkGraph(job, id) {
   // A row job (the bodies of a control-flow boundary: branches side by side) keeps its
   // unconnected items in one layer instead of packing them as separate components.
   const base = job.row ? ROW_OPTIONS : next.size ? COLUMN_OPTIONS : LAYOUT_OPTIONS;
-  const layoutOptions = job.wrap ? { ...base, ...DENSE } : base;
+  const layoutOptions = job.wrap ? DENSE_OF.get(base) : base;
   return { graph: { id, layoutOptions, children, edges }, sizes, twins };
 }
 
@@ -237,7 +231,8 @@ async function elkLayout(job) {
     return { layout, sizes };
   }
   const { graph, sizes, twins } = elkGraph(job, "");
-  let out = graph.layoutOptions === LAYOUT_OPTIONS ? chainLayout(graph, PADDING, LAYER_SPACING) : null;
+  const chain = CHAIN_OPTIONS.get(/** @type {object} */ (graph.layoutOptions));
+  let out = chain ? chainLayout(graph, PADDING, chain[0], chain[1]) : null;
   try {
     out = out || (await (await loadElk()).layout(graph, { logging: false, measureExecutionTime: false }));
   } catch {
@@ -666,12 +661,13 @@ async function run(request) {
 }
 
 // Whether a job is laid out as a chain, without ELK (elkLayout): its edges first (each item
-// wired to the next and nothing else, with the plain options), its cards measured only then
-// (a batch of Expand all's small containers is not measured twice).
+// wired to the next and nothing else, with options chain.js reproduces: CHAIN_OPTIONS),
+// its cards measured only then (a batch of Expand all's small containers is not measured
+// twice).
 /** @param {LayoutJob} job */
 function isChain(job) {
   const n = job.items.length;
-  if (n === 0 || job.row || job.wrap || (job.columns || []).some((col) => col.length > 1) || tooBigForElk(job)) return false;
+  if (n === 0 || job.row || tooBigForElk(job)) return false;
   /** @type {Set<number>} */
   const from = new Set();
   for (const e of job.edges) {
@@ -681,7 +677,8 @@ function isChain(job) {
   }
   if (from.size !== n - 1) return false;
   const { graph } = elkGraph(job, "");
-  return graph.layoutOptions === LAYOUT_OPTIONS && chainLayout(graph, PADDING, LAYER_SPACING) !== null;
+  const chain = CHAIN_OPTIONS.get(/** @type {object} */ (graph.layoutOptions));
+  return !!chain && chainLayout(graph, PADDING, chain[0], chain[1]) !== null;
 }
 
 async function pump() {
