@@ -99,12 +99,19 @@ LAYOUT_TWO = """async () => {
       {sig: "chain", items: [node("a"), node("b"), node("c")], edges: [{s: 0, t: 1, label: ""}, {s: 1, t: 2, label: ""}]},
       {sig: "triangle", items: [node("a"), node("b"), node("c")],
        edges: [{s: 0, t: 1, label: ""}, {s: 1, t: 2, label: ""}, {s: 0, t: 2, label: ""}]},
+      // A stack's blocks in one column, laid out for the screen (Expand all): taller than
+      // the screen, it wraps, and each column is laid out again on its own.
+      {sig: "screen", items: Array.from({length: 60}, (_, i) => node(`block ${i}`)),
+       edges: Array.from({length: 59}, (_, i) => ({s: i, t: i + 1, label: ""})),
+       columns: [Array.from({length: 60}, (_, i) => i)], wrap: {w: 1600, h: 900, top: true}},
     ]));
   });
 }"""
 
 
 def test_a_chain_needs_no_elk_and_other_containers_still_do(app):
+    """Also a chain laid out for the screen (Expand all's wrapped 400-layer chunk, laid out
+    again as each layer in view comes true: its fifteen pieces were ELK's, 0.3-1 s a time)."""
     with_elk = app.js(LAYOUT_TWO)
     # ELK's bundle unreachable from here on: the worker cannot load it
     app.page.route("**/vendor/elk.bundled-*.js", lambda route: route.abort())
@@ -113,3 +120,7 @@ def test_a_chain_needs_no_elk_and_other_containers_still_do(app):
     boxes = without["chain"]["boxes"]
     assert boxes[0]["y"] < boxes[1]["y"] < boxes[2]["y"] and len(without["chain"]["edges"]) == 2
     assert not with_elk["triangle"].get("fallback") and without["triangle"]["fallback"] is True
+    # A chain laid out for the screen, in a stack's column, and wrapped into columns whose
+    # pieces are laid out again: chain.js's each time (ELK's own answer), no ELK needed.
+    assert without["screen"] == with_elk["screen"] and not without["screen"].get("fallback")
+    assert without["screen"]["wrapped"] > 1
