@@ -1,7 +1,7 @@
-// ELK's options for a container, as the layout worker gives them (layout.worker.js
-// derives its row, column and screen variants from them; chain.js lays a chain out with
-// the same spacing and padding, and tests/viewer/browser/test_chain_layout.py compares the
-// two with these options).
+// ELK's options for a container, as the layout worker gives them, with their column and
+// screen variants below (layout.worker.js derives its row variant; chain.js lays a chain
+// out with the same spacing and padding, and tests/viewer/browser/test_chain_layout.py
+// compares the two with each set CHAIN_OPTIONS lists).
 
 // Chosen by measurement on real models (benchmarks/bench_viewer_readability.py) and on
 // the synthetic layered graphs (benchmarks/bench_viewer_browser.py): network-simplex
