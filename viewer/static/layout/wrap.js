@@ -123,6 +123,7 @@ export function wrapColumns(job, layout, wrap) {
   // Each candidate's size only (columnsSize: what placeColumns would answer, without
   // building its boxes and edges); the layout is built for the one kept. Building every
   // candidate (up to ~500 on a 400-layer chunk) took a third of a second per layout.
+  const sizeOf = columnsSizer(job, layout);
   /** @type {ColumnsSize[]} */
   const laids = [];
   /** @type {Set<string>} */
@@ -131,7 +132,7 @@ export function wrapColumns(job, layout, wrap) {
     const key = lines.join(",");
     if (!lines.length || tried.has(key)) return null;
     tried.add(key);
-    const laid = columnsSize(job, layout, lines);
+    const laid = sizeOf(lines);
     laids.push(laid);
     return laid;
   };
@@ -265,38 +266,147 @@ function crossingRoute(a, t, from, k) {
  * @returns {ColumnsSize}
  */
 export function columnsSize(job, layout, lines) {
-  const { n, boxSeg, crossing, shift } = columnsPlan(job, layout, lines);
-  const at = (/** @type {number} */ i) => {
-    const b = layout.boxes[i];
-    const sh = shift[boxSeg[i]];
-    return { x: b.x + sh.dx, y: b.y + sh.dy, w: b.w, h: b.h };
+  return columnsSizer(job, layout)(lines);
+}
+
+// columnsSize for many cuts of one run: what does not depend on the cuts (each card's
+// middle, each edge's ends and the extent of its points) read once.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ * @returns {(lines: number[]) => ColumnsSize}
+ */
+export function columnsSizer(job, layout) {
+  const boxes = layout.boxes;
+  const nb = boxes.length;
+  const mid = new Float64Array(nb);
+  for (let i = 0; i < nb; i++) mid[i] = boxes[i] ? boxes[i].y + boxes[i].h / 2 : NaN;
+  const routes = layout.edges.filter((le) => job.edges[le.e]);
+  const run = {
+    job, boxes, mid, seg: new Int32Array(nb),
+    from: routes.map((le) => job.edges[le.e].s),
+    to: routes.map((le) => job.edges[le.e].t),
+    minX: routes.map((le) => Math.min(...le.points.map((p) => p[0]))),
+    maxX: routes.map((le) => Math.max(...le.points.map((p) => p[0]))),
+    maxY: routes.map((le) => Math.max(...le.points.map((p) => p[1]))),
   };
-  let w = 0;
-  let h = 0;
-  layout.boxes.forEach((b, i) => {
-    if (!b) return;
-    const sh = shift[boxSeg[i]];
-    w = Math.max(w, b.x + sh.dx + b.w);
-    h = Math.max(h, b.y + sh.dy + b.h);
-  });
-  let lane = 0;
-  for (const le of layout.edges) {
-    const je = job.edges[le.e];
-    if (!je) continue;
-    if (!crossing[le.e]) {
-      const sh = shift[boxSeg[je.s]];
-      for (const [px, py] of le.points) {
-        w = Math.max(w, px + sh.dx);
-        h = Math.max(h, py + sh.dy);
-      }
+  return (lines) => {
+    const lanes = cutRun(run, lines);
+    const pieces = piecesOf(run, lines.length + 1, lanes);
+    return { ...sizeOfPieces(run, pieces), wrapped: lines.length + 1, lines };
+  };
+}
+
+/**
+ * @typedef {{job: LayoutJob, boxes: (Box | null)[], mid: Float64Array, seg: Int32Array,
+ *   from: number[], to: number[], minX: number[], maxX: number[], maxY: number[]}} SizedRun
+ */
+
+// Each card's piece (run.seg) for the cuts at `lines`; returns the lanes over the columns.
+/**
+ * @param {SizedRun} run
+ * @param {number[]} lines
+ * @returns {number}
+ */
+function cutRun(run, lines) {
+  const { boxes, mid, seg } = run;
+  for (let i = 0; i < boxes.length; i++) {
+    if (!boxes[i]) {
+      seg[i] = -1;
       continue;
     }
-    for (const [px, py] of crossingRoute(at(je.s), at(je.t), shift[boxSeg[je.s]], lane++)) {
+    let k = 0;
+    while (k < lines.length && mid[i] > lines[k]) k++;
+    seg[i] = k;
+  }
+  let crossing = 0;
+  for (const e of run.job.edges) if (across(seg, e.s, e.t)) crossing++;
+  return Math.max(1, crossing);
+}
+
+/** @param {Int32Array} seg @param {number} s @param {number} t */
+const across = (seg, s, t) => seg[s] >= 0 && seg[t] >= 0 && seg[s] !== seg[t];
+
+// Where each piece goes (placeColumns' shift): its offset, and its right and bottom edges.
+/**
+ * @param {SizedRun} run
+ * @param {number} n  pieces
+ * @param {number} lanes
+ */
+function piecesOf(run, n, lanes) {
+  const { boxes, seg } = run;
+  const top = 10 + lanes * WRAP_LANE + 12;
+  const x0 = new Float64Array(n).fill(Infinity);
+  const x1 = new Float64Array(n).fill(-Infinity);
+  const y0 = new Float64Array(n).fill(Infinity);
+  const y1 = new Float64Array(n).fill(-Infinity);
+  boxes.forEach((b, i) => {
+    if (!b) return;
+    const k = seg[i];
+    x0[k] = Math.min(x0[k], b.x);
+    x1[k] = Math.max(x1[k], b.x + b.w);
+    y0[k] = Math.min(y0[k], b.y);
+    y1[k] = Math.max(y1[k], b.y + b.h);
+  });
+  for (let r = 0; r < run.from.length; r++) {
+    if (across(seg, run.from[r], run.to[r])) continue;
+    const k = seg[run.from[r]];
+    x0[k] = Math.min(x0[k], run.minX[r]);
+    x1[k] = Math.max(x1[k], run.maxX[r]);
+  }
+  const gutter = WRAP_GUTTER + lanes * WRAP_LANE;
+  const dx = new Float64Array(n);
+  const dy = new Float64Array(n);
+  /** @type {{right: number, bottom: number}[]} */
+  const shift = [];
+  let x = 10;
+  for (let k = 0; k < n; k++) {
+    if (x0[k] === Infinity) {
+      shift.push({ right: x, bottom: top });
+      continue;
+    }
+    dx[k] = x - x0[k];
+    dy[k] = top - y0[k];
+    shift.push({ right: x + (x1[k] - x0[k]), bottom: top + (y1[k] - y0[k]) });
+    x += x1[k] - x0[k] + gutter;
+  }
+  return { dx, dy, shift };
+}
+
+// The far corner of the cards and edges placed (placeColumns' w and h).
+/**
+ * @param {SizedRun} run
+ * @param {{dx: Float64Array, dy: Float64Array, shift: {right: number, bottom: number}[]}} pieces
+ * @returns {Size}
+ */
+function sizeOfPieces(run, { dx, dy, shift }) {
+  const { boxes, seg } = run;
+  let w = 0;
+  let h = 0;
+  boxes.forEach((b, i) => {
+    if (!b) return;
+    w = Math.max(w, b.x + dx[seg[i]] + b.w);
+    h = Math.max(h, b.y + dy[seg[i]] + b.h);
+  });
+  const at = (/** @type {number} */ i) => {
+    const b = /** @type {Box} */ (boxes[i]);
+    return { x: b.x + dx[seg[i]], y: b.y + dy[seg[i]], w: b.w, h: b.h };
+  };
+  let lane = 0;
+  for (let r = 0; r < run.from.length; r++) {
+    const s = run.from[r];
+    const t = run.to[r];
+    if (!across(seg, s, t)) {
+      w = Math.max(w, run.maxX[r] + dx[seg[s]]);
+      h = Math.max(h, run.maxY[r] + dy[seg[s]]);
+      continue;
+    }
+    for (const [px, py] of crossingRoute(at(s), at(t), shift[seg[s]], lane++)) {
       w = Math.max(w, px);
       h = Math.max(h, py);
     }
   }
-  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), wrapped: n, lines };
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10) };
 }
 
 // The layout with its run cut at `lines` (y values) and the pieces set side by side.
