@@ -101,7 +101,7 @@ try {
 
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
 const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
-/** @type {Map<object, object>} */
+/** @type {Map<object, Record<string, string>>} */
 const DENSE_OF = new Map([
   [ROW_OPTIONS, { ...ROW_OPTIONS, ...DENSE }],
   [COLUMN_OPTIONS, DENSE_COLUMN_OPTIONS],
