@@ -52,3 +52,36 @@ def test_the_page_starts_its_layout_worker_before_the_app_and_adopts_it(browser,
         assert app.keys() and not app.errors and not app.console
     finally:
         server.stop()
+
+
+# The early worker's script fails to load (it names no file) and says so before app.js runs
+# (the error is dispatched as a microtask after early-worker.js has listened, as a fast
+# failure would arrive; a real one may come later, when the client's own handler hears it).
+FAIL_FIRST_WORKER = """
+(() => {
+  const Real = window.Worker;
+  let first = true;
+  window.Worker = class extends Real {
+    constructor(url, options) {
+      const fail = first && String(url).endsWith("layout.worker.js");
+      super(fail ? "static/no-such-worker.js" : url, options);
+      first = false;
+      if (fail) queueMicrotask(() => this.dispatchEvent(new Event("error")));
+    }
+  };
+})();
+"""
+
+
+def test_an_early_worker_that_failed_before_it_was_adopted_is_replaced(browser, close_pages):
+    server = ViewerServer([synthetic_capture(200)])
+    server.start()
+    try:
+        app = open_app(browser, server.url, prepare=lambda context: context.add_init_script(FAIL_FIRST_WORKER))
+        close_pages.append(app)
+        # not adopted: the client's own worker lays the first view out (adopted, the page
+        # waited for ever on a worker that never loaded)
+        app.wait("() => window.tensorviz.firstPaintMs !== null")
+        assert app.js("() => window.tensorviz.layoutJobs") > 0
+    finally:
+        server.stop()

@@ -7,10 +7,17 @@
 /** The worker's script, as the page names it (app.js). */
 export const WORKER_URL = "static/layout/layout.worker.js";
 
-/** @type {{url: string, worker: Worker} | undefined} */
+/** @type {{url: string, worker: Worker, failed: boolean} | undefined} */
 const started = (() => {
   try {
-    return { url: WORKER_URL, worker: new Worker(WORKER_URL, { type: "module" }) };
+    const worker = new Worker(WORKER_URL, { type: "module" });
+    const got = { url: WORKER_URL, worker, failed: false };
+    // Failing before the client adopts it (its script did not load), the error has no
+    // other listener: the client then starts its own, whose failure it hears.
+    worker.addEventListener("error", () => {
+      got.failed = true;
+    });
+    return got;
   } catch {
     return undefined; // the client starts its own
   }

@@ -433,7 +433,7 @@ const PADDING = 10;
 const BETWEEN_LAYERS = 22;
 
 // The worker index.html started early for `workerUrl` (early-worker.js), taken once; null
-// when there is none (a test page, another script).
+// when there is none (a test page, another script) or it failed before it was adopted.
 /**
  * @param {string | URL} workerUrl
  * @returns {Worker | null}
@@ -443,6 +443,10 @@ function adoptEarly(workerUrl) {
   const early = g.tensorvizEarlyWorker;
   if (!early || early.url !== String(workerUrl)) return null;
   g.tensorvizEarlyWorker = undefined;
+  if (early.failed) {
+    early.worker.terminate();
+    return null;
+  }
   return early.worker;
 }
 
