@@ -30,28 +30,34 @@ RECORD_WORKERS = """
 """
 
 
-def test_the_page_starts_its_layout_worker_before_the_app_and_adopts_it(browser, close_pages):
+@pytest.fixture
+def server():
+    """A viewer server holding a small synthetic capture."""
+    served = ViewerServer([synthetic_capture(200)])
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def test_the_page_starts_its_layout_worker_before_the_app_and_adopts_it(browser, close_pages, server):
     html = (STATIC_DIR / "index.html").read_text()
     assert html.index("static/layout/early-worker.js") < html.index("static/app.js")
-    server = ViewerServer([synthetic_capture(200)])
-    server.start()
-    try:
-        app = open_app(browser, server.url, prepare=lambda context: context.add_init_script(RECORD_WORKERS))
-        close_pages.append(app)
-        app.wait("() => window.tensorviz.firstPaintMs !== null")
-        made = app.js("() => window.__workersMade")
-        script_ran = app.js("() => window.tensorviz.marks.script")
-        assert made, "no layout worker was started"
-        first = made[0]
-        assert first["url"] == "static/layout/layout.worker.js" and first["module"]
-        assert first["at"] < script_ran, (first, script_ran)  # started before the app's modules ran
-        # adopted: the first view was laid out, by a pool that did not start a second worker for it
-        assert app.js("() => window.tensorviz.layoutJobs") > 0
-        assert app.js("() => globalThis.tensorvizEarlyWorker") is None
-        assert len([m for m in made if m["at"] < script_ran]) == 1
-        assert app.keys() and not app.errors and not app.console
-    finally:
-        server.stop()
+    app = open_app(browser, server.url, prepare=lambda context: context.add_init_script(RECORD_WORKERS))
+    close_pages.append(app)
+    app.wait("() => window.tensorviz.firstPaintMs !== null")
+    made = app.js("() => window.__workersMade")
+    script_ran = app.js("() => window.tensorviz.marks.script")
+    assert made, "no layout worker was started"
+    first = made[0]
+    assert first["url"] == "static/layout/layout.worker.js" and first["module"]
+    assert first["at"] < script_ran, (first, script_ran)  # started before the app's modules ran
+    # adopted: the first view was laid out, by a pool that did not start a second worker for it
+    assert app.js("() => window.tensorviz.layoutJobs") > 0
+    assert app.js("() => globalThis.tensorvizEarlyWorker") is None
+    assert len([m for m in made if m["at"] < script_ran]) == 1
+    assert app.keys() and not app.errors and not app.console
 
 
 # The early worker's script fails to load (it names no file) and says so before app.js runs
@@ -73,15 +79,10 @@ FAIL_FIRST_WORKER = """
 """
 
 
-def test_an_early_worker_that_failed_before_it_was_adopted_is_replaced(browser, close_pages):
-    server = ViewerServer([synthetic_capture(200)])
-    server.start()
-    try:
-        app = open_app(browser, server.url, prepare=lambda context: context.add_init_script(FAIL_FIRST_WORKER))
-        close_pages.append(app)
-        # not adopted: the client's own worker lays the first view out (adopted, the page
-        # waited for ever on a worker that never loaded)
-        app.wait("() => window.tensorviz.firstPaintMs !== null")
-        assert app.js("() => window.tensorviz.layoutJobs") > 0
-    finally:
-        server.stop()
+def test_an_early_worker_that_failed_before_it_was_adopted_is_replaced(browser, close_pages, server):
+    app = open_app(browser, server.url, prepare=lambda context: context.add_init_script(FAIL_FIRST_WORKER))
+    close_pages.append(app)
+    # not adopted: the client's own worker lays the first view out (adopted, the page
+    # waited for ever on a worker that never loaded)
+    app.wait("() => window.tensorviz.firstPaintMs !== null")
+    assert app.js("() => window.tensorviz.layoutJobs") > 0
