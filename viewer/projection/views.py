@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
+from itertools import compress, filterfalse
 from typing import Any, Callable, NamedTuple, cast
 
 from capture.frameworks import capabilities
@@ -54,11 +55,14 @@ class PageError(Exception):
 class _Deps(NamedTuple):
     """The flow into the children of one group, as drawn, positions in program order:
     entry k is value ``val[k]`` going from child ``src[k]`` (-1: from outside the group)
-    to child ``dst[k]``; ``dst`` is sorted, ``by_src`` orders entries by source. ``outs``
+    to child ``dst[k]``; ``dst`` is sorted, ``by_src`` orders the entries from a child by source. ``outs``
     pairs each value leaving the group with the position of the child drawn making it.
     ``through``: ``(position, outer value, value leaving)`` for a value an elided op at
     ``position`` passes from outside straight out. ``near``: for each elided op's
-    position, the position of the item it is listed with."""
+    position, the position of the item it is listed with. ``weights``: the entries
+    (ascending) whose value is a weight (always from outside), ``others``: the rest: a page
+    drawn without weight pills only counts the weights (a deep model's stack page: 57k of
+    its 71k entries)."""
 
     src: list[int]
     dst: list[int]
@@ -68,6 +72,8 @@ class _Deps(NamedTuple):
     outs: list[tuple[int, int]]
     through: list[tuple[int, int, int]]
     near: dict[int, int]
+    weights: list[int]
+    others: list[int]
 
 
 class Pages:
@@ -234,7 +240,13 @@ class Pages:
             flow.in_vals[v] = producer[s] if s >= 0 else -1
 
         # what enters each item: from another item of the view, or across the boundary
-        for k in range(bisect_left(dst, lo), bisect_left(dst, hi)):
+        a, b = bisect_left(dst, lo), bisect_left(dst, hi)
+        entries: Any = range(a, b)
+        if skip is not None:  # the weights entering only counted (by C-level passes), the rest looked at
+            wk, others = deps.weights, deps.others
+            hidden_weights.update(dict.fromkeys(map(val.__getitem__, wk[bisect_left(wk, a):bisect_left(wk, b)])))
+            entries = others[bisect_left(others, a):bisect_left(others, b)]
+        for k in entries:
             s, v = src[k], val[k]
             ti = (dst[k] - lo) // span
             if lo <= s < hi:
@@ -375,28 +387,38 @@ class Pages:
         src: list[int] = []
         dst: list[int] = []
         val: list[int] = []
+        src_add, dst_add, val_add = src.append, dst.append, val.append
+        operands = w.operands
         for pos, ref in enumerate(refs):
             if ref >= 0 and hidden(ref):
                 continue
-            for v in w.operands(ref):
+            for v in operands(ref):
                 if v < 0:
                     continue  # a literal
-                # made outside the capture (a weight: 57k entering a deep stack's page): -1
-                s = made_at(v) if producer[v] >= 0 else -1
+                if producer[v] < 0:  # made outside the capture (a weight: 57k entering a deep stack's page)
+                    src_add(-1)
+                    dst_add(pos)
+                    val_add(v)
+                    continue
+                s = made_at(v)
                 if s >= 0 and hidden(refs[s]):
                     near.setdefault(s, pos)
                     via = w.drawn(v)
                     if via is None:
                         continue
                     s, v = via
-                src.append(s)
-                dst.append(pos)
-                val.append(v)
-        by_src = sorted(range(len(src)), key=src.__getitem__)
+                src_add(s)
+                dst_add(pos)
+                val_add(v)
         outs, through = self._group_outs(w)
         if not kernels:
             self._near_elided(w, near)
-        return _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs, through, near)
+        weight = list(map(self.names.is_weight, val))
+        others = list(filterfalse(weight.__getitem__, range(len(val))))
+        # by source, those from a child only (what leaves a range of children: none from outside)
+        by_src = sorted(compress(others, map((0).__le__, map(src.__getitem__, others))), key=src.__getitem__)
+        return _Deps(src, dst, val, by_src, list(map(src.__getitem__, by_src)), outs, through, near,
+                     list(compress(range(len(val)), weight)), others)
 
     def _group_outs(self, w: "_Wiring") -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]:
         """What leaves the group, each with the position drawn making it; and what an
@@ -523,7 +545,7 @@ class Pages:
         grp = self.capture.groups[c]
         structure = self.structure()
         outs = sorted(ix.bout[c + 1] or ())
-        ins = [v for v in sorted(ix.bin[c + 1] or ()) if not self.names.is_weight(v)]
+        ins = list(filterfalse(self.names.is_weight, sorted(ix.bin[c + 1] or ())))
         extra: dict[str, Any] = {
             "inputs": [self.values.brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
             "params": self._group_params(c), "structure": structure.signature[c],
