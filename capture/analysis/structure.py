@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 from itertools import chain, compress, cycle, filterfalse, repeat
-from operator import add, attrgetter, mul, sub as sub_
+from operator import attrgetter, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -126,8 +126,8 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     # a group's inputs, in the order it first uses them, and what leaves it, in the order
     # it is made: each entry set (never changed) before its parent reads it
     none: list[int] = []
-    uses_in: list[list[int]] = [none] * ng
-    hands_on: list[list[int]] = [none] * ng
+    uses_in: list[Sequence[int]] = [none] * ng
+    hands_on: list[Sequence[int]] = [none] * ng
     label_of = labels.__getitem__
     bout, ordered = index.bout, index.ordered
     dumps, blake = marshal.dumps, hashlib.blake2b
@@ -202,21 +202,31 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         data = dumps(("routed", grp.kind, cls, list(inputs), [labels[v] for _, v in leaving]), 2)
         any_routing = True
         sigs[g] = blake(data, digest_size=8).hexdigest()
-    for g in sorted(skip):  # each from its counterpart a block before (made, or itself from one before)
-        sigs[g] = sigs[skip[g]]
+    # each block after the first of a run from the first, innermost runs first: a run's
+    # first block may hold runs of its own (a run later in id order, done before it); a
+    # run inside a later block of another is done again, from its own first block, when
+    # that other one copies its first block over it
+    for c0, step, end in sorted(clones.runs, reverse=True):
+        sigs[c0 + step:end] = sigs[c0:c0 + step] * ((end - c0) // step - 1)
     return sigs, routing
 
 
-def _repeat(g: int, blocks: list[tuple[int, int, int, dict[int, int]]], sigs: list[str], uses_in: list[list[int]],
-            hands_on: list[list[int]]) -> None:
+def _repeat(g: int, blocks: list[tuple[int, int, int, dict[int, int]]], sigs: list[str],
+            uses_in: list[Sequence[int]], hands_on: list[Sequence[int]]) -> None:
     """The blocks repeating block ``g`` (see :class:`_Clones`): its signature, its inputs
-    and outputs moved on."""
-    ins, outs = uses_in[g], hands_on[g]
-    strides = list(map(blocks[0][3].__getitem__, ins)) if blocks else []  # one ``moves`` for the run
-    for c, r, v_step, _ in blocks:
-        sigs[c] = sigs[g]
-        uses_in[c] = list(map(add, ins, map(mul, strides, repeat(r))))
-        hands_on[c] = list(map(add, outs, repeat(r * v_step)))
+    and outputs moved on, for the whole run at once (the blocks ``r = 1, 2, …`` a fixed
+    step of group ids apart; input ``j`` of block ``r`` is block 0's moved by its stride
+    ``r`` times, output ``j`` by ``V`` ``r`` times: each a column, the blocks its rows)."""
+    if not blocks:
+        return
+    c1, _, v_step, moves = blocks[0]  # one ``moves`` and one ``V`` for the run
+    step, k = c1 - g, len(blocks)
+    end = c1 + k * step
+    sigs[c1:end:step] = [sigs[g]] * k
+    ins = [range(v + d, v + d * (k + 1), d) if d else repeat(v, k) for v, d in zip(uses_in[g], map(moves.__getitem__, uses_in[g]))]
+    uses_in[c1:end:step] = list(zip(*ins)) if ins else [()] * k
+    outs = [range(o + v_step, o + v_step * (k + 1), v_step) for o in hands_on[g]]
+    hands_on[c1:end:step] = list(zip(*outs)) if outs else [()] * k
 
 
 def _encoded(key: tuple[Any, ...]) -> bytes:
@@ -360,6 +370,7 @@ class _Clones:
         # block 0 -> (block i, i, V, how far each value block 0 reads moves a block on)
         self.model: dict[int, list[tuple[int, int, int, dict[int, int]]]] = {}
         self.clone_of: dict[int, int] = {}  # a group of block i >= 1 -> its counterpart in block 0
+        self.runs: list[tuple[int, int, int]] = []  # (block 0's group, group ids per block, the run's end)
 
 
 def _clones(capture: Any, index: Any, labels: list[str], is_weight: Callable[[int], bool],
@@ -431,6 +442,7 @@ def _check_run(out: _Clones, capture: Any, index: Any, labels: list[str], is_wei
     v_step, moves = got
     out.model[c0] = [(c, r, v_step, moves) for r, c in enumerate(run) if r]
     out.clone_of.update(zip(range(c0 + g_step, g_end), cycle(range(c0, c0 + g_step))))
+    out.runs.append((c0, g_step, g_end))
     return True
 
 
