@@ -178,8 +178,17 @@ class GraphIndex:
         cols = self.cols
         prod = self.producer = [-1] * n_values
         list(map(prod.__setitem__, cols.out_ids, _owners(cols.out_off)))
-        self.in_owner = _owners(cols.in_off)
+        self._in_owner: list[int] | range | None = None
         self._use_order: list[int] | None = None
+
+    @property
+    def in_owner(self) -> list[int] | range:
+        """The node of each operand (made on first use: the boundaries read the group of
+        each, made straight from the group column)."""
+        got = self._in_owner
+        if got is None:
+            got = self._in_owner = _owners(self.cols.in_off)
+        return got
 
     @property
     def use_refs(self) -> list[int]:
@@ -206,7 +215,8 @@ class GraphIndex:
         # the group of each value's producer (_OUT: none), then of each literal (_LIT)
         gprod = list(map([*grp, _OUT].__getitem__, self.producer)) + [_LIT] * max(n_lit, 0)
         gval = list(map(gprod.__getitem__, in_ref))
-        gin = list(map(grp.__getitem__, self.in_owner))
+        in_off = self.cols.in_off
+        gin = list(chain.from_iterable(map(repeat, grp, map(sub, islice(in_off, 1, None), in_off))))
         # indexed by group, the root (-1) last: a walk's ROOT reads the last entry. One
         # dict each while filling (no test per entry), the empty ones None after.
         bin_: list[dict[int, None]] = [{} for _ in range(ng + 1)]

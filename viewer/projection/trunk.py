@@ -22,27 +22,35 @@ def trunk(index: Any, present: Any) -> list[int]:
     out: list[int] = []
     g = ROOT
     while True:
-        _, refs, _ = index.ordered(g)
-        kids: list[int] = []
-        ops_shown = False
-        for r in refs:
-            if not present.drawn(r, False):
-                continue
-            if r >= 0:
-                ops_shown = True
-                continue
-            c = ~r
-            if present.is_function_card(c) or present.single(c, False) is not None:
-                ops_shown = True
-            else:
-                kids.append(c)
-        total = count[g + 1]
-        nxt: int | None
-        if len(kids) == 1 and not ops_shown:
-            nxt = kids[0]
-        else:
-            nxt = next((c for c in kids if 2 * count[c + 1] > total and count[c + 1] > 1), None)
+        nxt = _next(index, present, g, count)
         if nxt is None:
             return out
         out.append(nxt)
         g = nxt
+
+
+def _next(index: Any, present: Any, g: int, count: list[int]) -> int | None:
+    """The child of ``g`` the first view opens: its only group drawn as a frame when it
+    draws nothing else, else the one holding the majority of its ops (at most one child
+    can: found first, so that a container of 14,285 alike blocks is looked at only until
+    two frames are drawn, not block by block)."""
+    _, refs, _ = index.ordered(g)
+    total = count[g + 1]
+    majority = next((c for c in index.child_groups[g + 1] if 2 * count[c + 1] > total and count[c + 1] > 1), None)
+
+    def frame(c: int) -> bool:  # drawn as a frame: not a function card, not its single op
+        return not present.is_function_card(c) and present.single(c, False) is None
+
+    kids: list[int] = []
+    for r in refs:
+        if not present.drawn(r, False):
+            continue
+        if r >= 0 or not frame(~r):
+            break  # an op shown: no lone frame
+        kids.append(~r)
+        if len(kids) > 1:
+            break  # two frames: no lone one
+    else:
+        if len(kids) == 1:
+            return kids[0]
+    return majority if majority is not None and present.drawn(~majority, False) and frame(majority) else None
