@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 from itertools import compress, count, islice, repeat
-from operator import add, mul
+from operator import add, attrgetter, mul
 from typing import Any, Protocol
 
 from capture.graph.group_table import attr_values
@@ -153,7 +153,7 @@ class _Folder:
                 got = known[key] = self._may_run(*key)
             if got:
                 out.append(slot - 1)
-        calls = Counter(zip(self.index.parent, [g.name for g in self.groups]))
+        calls = Counter(zip(self.index.parent, map(attrgetter("name"), self.groups)))
         out += [p for (p, _), c in calls.items() if c > 1]
         return sorted({g for g in out if -1 <= g < self.ng})
 
