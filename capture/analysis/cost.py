@@ -225,8 +225,10 @@ class LayerCosts:
         for i in c.estimates:
             if 0 <= i < len(grp):
                 self.estimate[grp[i] + 1] = True
-        self._up([F, R, W, U])
-        self._up([self.estimate], lambda a, b: a or b)
+        # an array with nothing in any group stays so (no uncounted op, no estimate: the usual case)
+        self._up([F, R, W] + ([U] if any(U) else []))
+        if any(self.estimate):
+            self._up([self.estimate], lambda a, b: a or b)
         ix = self.index
         templates = self._templates
         if templates is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import chain, compress, islice, repeat
-from operator import ne, sub
+from operator import attrgetter, lt, ne, sub
 from typing import Any, Sequence
 
 from capture.graph.tables import NodeTable
@@ -116,27 +116,15 @@ class GraphIndex:
         self.bodies_of: dict[int, list[int]] = {}
         for g, i in self.body_node.items():
             self.bodies_of.setdefault(i, []).append(g)
-        self.parent = [ROOT if g.parent is None or i in self.body_node else g.parent for i, g in enumerate(groups)]
+        parents = list(map(attrgetter("parent"), groups))
+        self.parent = list(map({None: ROOT}.get, parents, parents))  # None: ROOT (by a C-level pass)
+        for i in self.body_node:
+            self.parent[i] = ROOT
         # Depth and top-level ancestor per group, in one linear pass (iterative: a hostile
         # file may nest 20,000 deep). The ancestor chains themselves are not kept: each is
         # walked from the parents when asked (``chain``), so memory stays linear in the
         # groups however deep they nest (a 20,000-deep chain kept whole took 1.55 GB).
-        depth = [0] * ng
-        top = [0] * ng
-        for g in range(ng):
-            if depth[g]:
-                continue
-            stack = []
-            x = g
-            while x != ROOT and not depth[x]:
-                stack.append(x)
-                x = self.parent[x]
-            d, t = (0, -1) if x == ROOT else (depth[x], top[x])
-            for y in reversed(stack):
-                d += 1
-                depth[y] = d
-                t = y if t < 0 else t
-                top[y] = t
+        depth, top = _depths(self.parent)
         self.depth: list[int] = depth  # groups from the top down to g, g included
         self.top: list[int] = top  # the top-level group above g (g itself at the top)
         self.top_down: list[int] = sorted(range(ng), key=depth.__getitem__)  # parents before children
@@ -432,6 +420,39 @@ class GraphIndex:
         """Node ``i``'s operand refs in order (a ref below 0 is a literal)."""
         c = self.cols
         return c.in_ref[c.in_off[i]:c.in_off[i + 1]]
+
+
+def _depths(parent: list[int]) -> tuple[list[int], list[int]]:
+    """Per group, its depth (1 at the top) and its top-level ancestor (itself at the top).
+    Where every parent comes before its children (groups are recorded as they are entered),
+    one pass in id order; else each group's unvisited ancestors walked once, top down."""
+    ng = len(parent)
+    if all(map(lt, parent, range(ng))) and min(parent, default=ROOT) >= ROOT:
+        depth = [0] * (ng + 1)  # the last slot: ROOT's (-1), depth 0
+        top = [*range(ng), 0]
+        for g, p in enumerate(parent):
+            depth[g] = depth[p] + 1
+            if p >= 0:
+                top[g] = top[p]
+        del depth[ng], top[ng]
+        return depth, top
+    depth = [0] * ng
+    top = [0] * ng
+    for g in range(ng):
+        if depth[g]:
+            continue
+        stack = []
+        x = g
+        while x != ROOT and not depth[x]:
+            stack.append(x)
+            x = parent[x]
+        d, t = (0, -1) if x == ROOT else (depth[x], top[x])
+        for y in reversed(stack):
+            d += 1
+            depth[y] = d
+            t = y if t < 0 else t
+            top[y] = t
+    return depth, top
 
 
 class _Chains:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import compress
-from operator import attrgetter
+from operator import and_, attrgetter, itemgetter
 from typing import Any, Callable
 
 from capture import units
@@ -61,8 +61,10 @@ class GroupParams:
             return got
         if self._stand_ins is None:  # made once; the set first: another thread reads it once the stand-ins are there
             producer = self.index.producer
-            self._params = frozenset(v for v, (_, role) in self.names.names.items()
-                                     if role in PARAM_ROLES and producer[v] < 0)
+            names = self.names.names  # by C-level passes (a deep model's 57k parameters)
+            keys = list(names)
+            roles = map(PARAM_ROLES.__contains__, map(itemgetter(1), names.values()))
+            self._params = frozenset(compress(keys, map(and_, roles, map((0).__gt__, map(producer.__getitem__, keys)))))
             self._stand_ins = body_stand_ins(self.capture)
         # the parameters entering the subtree, by a C-level pass (a deep model's root: 57k)
         params = list(filter(self._params.__contains__, self.index.bin[g + 1] or ()))

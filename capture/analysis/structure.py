@@ -180,7 +180,7 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         hands_on[g] = [v for _, v in leaving]
         grp = groups[g]
         cls = _class(classes[g])
-        inputs = tuple([(labels[v], is_weight(v)) for v in first_use])
+        inputs = tuple(zip(map(label_of, first_use), map(is_weight, first_use)))
         # a loop's last step hands on no carried value (the loop ended), its code is the same
         key = (grp.kind, cls, tuple(body), inputs, tuple([w for w, _ in leaving]) if grp.kind != STEP_KIND else ())
         below = [routing[~r] for r in refs if r < 0 and routing[~r]] if any_routing else []
