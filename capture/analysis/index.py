@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import chain, compress, islice, repeat
+from itertools import count as count_from
 from operator import attrgetter, lt, ne, sub
 from typing import Any, Sequence
 
@@ -140,12 +141,14 @@ class GraphIndex:
     def _subtree_counts(self, n: int, ng: int) -> None:
         """Per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node."""
         cols, grp = self.cols, self.cols.group
-        count = [len(d) for d in self.direct_nodes]
+        direct = self.direct_nodes
+        count = list(map(len, direct))
         opaque = [0] * (ng + 1)
         for i in cols.opaque:
             opaque[grp[i] + 1] += 1
-        first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
-        last = [d[-1] if d else -1 for d in self.direct_nodes]
+        # by C-level passes: a slot's first direct node, else n + its slot; its last, else -1
+        first = list(map(next, map(iter, direct), count_from(n)))
+        last = list(map(next, map(reversed, direct), repeat(-1)))
         for g in reversed(self.top_down):
             if g in self.body_node:
                 continue
@@ -156,8 +159,9 @@ class GraphIndex:
                 first[p] = first[g + 1]
             if last[g + 1] > last[p]:
                 last[p] = last[g + 1]
-        # empty groups sort after every node, in id order
-        self.first = [f if f < n else n + j for j, f in enumerate(first)]
+        # empty groups sort after every node, in id order (n + their slot: a slot's first is
+        # only ever set to a node's id)
+        self.first = first
         self.last, self.node_count, self.opaque_count = last, count, opaque
 
     def _values(self, n_values: int) -> None:
