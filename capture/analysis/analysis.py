@@ -80,8 +80,11 @@ class Analysis:
         if got is None:
             with self._lock:
                 if self._costs is None:
+                    # the structure's repeated blocks, when it is made already (the viewer's
+                    # warm-up makes it first): their sums taken from the first block's
+                    runs = self._structure.repeated_runs() if self._structure is not None else ()
                     with gc_pause.paused():
-                        self._costs = LayerCosts(self.capture, self.index, self.params, self.templates())
+                        self._costs = LayerCosts(self.capture, self.index, self.params, self.templates(), runs)
                 got = self._costs
         return got
 

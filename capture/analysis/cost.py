@@ -27,7 +27,9 @@ Only the standard library and :mod:`capture` are imported (docs/architecture.md'
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+from bisect import bisect_left
+from collections.abc import Collection, Sequence
+from itertools import chain
 from typing import Any, Callable
 
 from capture import units
@@ -107,7 +109,7 @@ class LayerCosts:
     :class:`~capture.analysis.index.GraphIndex`'s are."""
 
     def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts],
-                 templates: Collection[int] | None = None) -> None:
+                 templates: Collection[int] | None = None, repeated: Sequence[tuple[int, int, int]] = ()) -> None:
         self.capture, self.index = capture, index
         self._templates = templates  # the template body groups (Analysis.templates), else made here
         self.params_of = params_of
@@ -140,7 +142,9 @@ class LayerCosts:
         self._up_steps: list[tuple[int, int]] | None = None  # what _up walks, made once
         if self.cost is None:
             return
-        self._sums()
+        #: ``repeated``: runs of blocks that repeat their first exactly (``Structure.repeated_runs``):
+        #: where their costs repeat too, the later blocks' sums are the first's
+        self._sums(repeated)
 
     @property
     def activations(self) -> list[int]:
@@ -197,10 +201,12 @@ class LayerCosts:
             got = self._up_steps = [(g + 1, parent[g] + 1) for g in self._order() if g not in body]
         return got
 
-    def _up(self, arrays: list[list[Any]], combine: Callable[[Any, Any], Any] | None = None) -> None:
+    def _up(self, arrays: list[list[Any]], combine: Callable[[Any, Any], Any] | None = None,
+            steps: list[tuple[int, int]] | None = None) -> None:
         """Propagate per-group values to the ancestors (bodies stay trees of their own),
-        each array in the same order (deepest first)."""
-        steps = self._steps()
+        each array in the same order (deepest first); ``steps``: some of :meth:`_steps`."""
+        if steps is None:
+            steps = self._steps()
         for a in arrays:
             if combine is None:
                 for s, p in steps:
@@ -209,26 +215,35 @@ class LayerCosts:
                 for s, p in steps:
                     a[p] = combine(a[p], a[s])
 
-    def _sums(self) -> None:
+    def _sums(self, repeated: Sequence[tuple[int, int, int]]) -> None:
         c = self.cost
         grp = self.index.cols.group
         F, R, W, U = self.flops, self.read, self.written, self.uncounted
-        for s, f, r, w in zip(map((1).__add__, grp), c.flops, c.bytes_read, c.bytes_written):
-            if f >= 0:
-                F[s] += f
-            else:
-                U[s] += 1
-            if r > 0:
-                R[s] += r
-            if w > 0:
-                W[s] += w
+        runs = _alike_runs(self.index, c, repeated)
+        for a, b in _kept_spans(runs, len(grp)):  # every node but the later blocks' of those runs
+            for s, f, r, w in zip(map((1).__add__, grp[a:b]), c.flops[a:b], c.bytes_read[a:b], c.bytes_written[a:b]):
+                if f >= 0:
+                    F[s] += f
+                else:
+                    U[s] += 1
+                if r > 0:
+                    R[s] += r
+                if w > 0:
+                    W[s] += w
         for i in c.estimates:
             if 0 <= i < len(grp):
                 self.estimate[grp[i] + 1] = True
         # an array with nothing in any group stays so (no uncounted op, no estimate: the usual case)
-        self._up([F, R, W] + ([U] if any(U) else []))
-        if any(self.estimate):
-            self._up([self.estimate], lambda a, b: a or b)
+        arrays = [F, R, W] + ([U] if any(map((0).__gt__, c.flops[:len(grp)])) else [])
+        steps = self._steps()
+        if runs:
+            later = set(chain.from_iterable(range(c0 + g_step + 1, c0 + k * g_step + 1) for c0, g_step, k, *_ in runs))
+            steps = [st for st in steps if st[0] not in later]
+        self._up(arrays, steps=steps)
+        if any(self.estimate):  # (none inside a run taken from its first block)
+            self._up([self.estimate], lambda a, b: a or b, steps)
+        for c0, g_step, k, *_ in sorted(runs, reverse=True):  # innermost first
+            self._repeat_sums(arrays, c0, g_step, k)
         ix = self.index
         templates = self._templates
         if templates is None:
@@ -237,6 +252,22 @@ class LayerCosts:
             ng = len(self.capture.groups)
             self.in_body[1:] = map(ix.body_node.__contains__, ix.top[:ng])
             self.template[1:] = map(templates.__contains__, ix.top[:ng])
+
+    def _repeat_sums(self, arrays: list[list[int]], c0: int, g_step: int, k: int) -> None:
+        """A run's later blocks' sums: its first block's (slots a block apart), and what
+        they add to the run's container and every group above it (bodies stay trees of
+        their own), as :meth:`_up` would have added them (sums of integers)."""
+        ix = self.index
+        first, end = c0 + 1, c0 + k * g_step + 1
+        for a in arrays:
+            a[first + g_step:end] = a[first:first + g_step] * (k - 1)
+            more = a[first] * (k - 1)
+            g = ix.parent[c0]
+            while True:
+                a[g + 1] += more
+                if g == ROOT or g in ix.body_node:
+                    break
+                g = ix.parent[g]
 
     # ------------------------------------------------------------------ FLOPs by kind
 
@@ -688,3 +719,41 @@ def _value_bytes(shape: list[Any], dtype: str, known: dict[str, int] | None = No
     if known:
         shape = [evaluate(d, known) if type(d) is not int else d for d in shape]
     return units.nbytes(shape, dtype)
+
+
+def _alike_runs(index: Any, cost: Any, repeated: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int, int, int, int]]:
+    """The runs of ``repeated`` (proved alike by structure: each block's nodes one stretch,
+    a fixed step of nodes and of group ids apart) whose costs repeat too: FLOPs and bytes
+    of each node a block on the same, no estimate among them; as ``(first block's group,
+    group ids per block, blocks, first node, nodes per step, nodes per block)``. Only
+    where every figure is an integer (sums in another order are the same sums)."""
+    cols = (cost.flops, cost.bytes_read, cost.bytes_written)
+    if not repeated or any(not set(map(type, col)) <= {int} for col in cols):
+        return []
+    estimates = sorted(cost.estimates)
+    out = []
+    for c0, g_step, end in repeated:
+        k = (end - c0) // g_step
+        s = index.first[c0 + 1]
+        n_step = index.first[c0 + g_step + 1] - s
+        e = s + (k - 1) * n_step + index.node_count[c0 + 1]
+        if any(len(col) < e or col[s + n_step:e] != col[s:e - n_step] for col in cols):
+            continue
+        if bisect_left(estimates, e) > bisect_left(estimates, s):
+            continue
+        out.append((c0, g_step, k, s, n_step, index.node_count[c0 + 1]))
+    return out
+
+
+def _kept_spans(runs: list[tuple[int, int, int, int, int, int]], n: int) -> list[tuple[int, int]]:
+    """The stretches of nodes ``0..n`` outside the later blocks of ``runs``."""
+    cut = sorted((s + r * n_step, s + r * n_step + m) for _, _, k, s, n_step, m in runs for r in range(1, k))
+    out = []
+    at = 0
+    for a, b in cut:
+        if a > at:
+            out.append((at, a))
+        at = max(at, b)
+    if at < n:
+        out.append((at, n))
+    return out

@@ -61,11 +61,22 @@ class Structure:
                  can_twin: Callable[[int], bool]) -> None:
         with gc_pause.paused():
             self.routed = routed_groups(capture, index)
-            self.signature, self.routing = _signatures(capture, index, is_weight, labels, self.routed)
+            classes = _classes(capture.groups)
+            #: The runs of blocks repeating a first one exactly (:class:`_Clones`).
+            self.clones = _clones(capture, index, labels, is_weight, self.routed, classes)
+            self.signature, self.routing = _signatures(capture, index, is_weight, labels, self.routed,
+                                                       self.clones, classes)
             self.twins = Twins(index, self.signature, can_twin)
         self._index = index
         self._siblings: list[tuple[int, int]] | None = None
         self._by_parent: dict[int, dict[int, tuple[int, int]]] = {}  # a parent's slot -> its children's
+
+    def repeated_runs(self) -> list[tuple[int, int, int]]:
+        """The runs of sibling blocks proved to repeat their first exactly, each as (its
+        first block's group, group ids per block, the run's end), those inside a later
+        block of another left out (that one's copies hold them)."""
+        skip = self.clones.clone_of
+        return [run for run in self.clones.runs if run[0] not in skip]
 
     @property
     def siblings(self) -> list[tuple[int, int]]:
@@ -115,9 +126,20 @@ def _classes(groups: Sequence[Any]) -> list[Any]:
 
 
 def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
-                routed: frozenset[int] = frozenset()) -> tuple[list[str], list[str]]:
+                routed: frozenset[int] = frozenset(), clones: "_Clones | None" = None,
+                classes: list[Any] | None = None) -> tuple[list[str], list[str]]:
+    """Every group's signature and routing content; ``clones``: the capture's repeated
+    blocks (:func:`_clones`, found here when not given); ``classes``: :func:`_classes`."""
+    if classes is None:
+        classes = _classes(capture.groups)
+    if clones is None:
+        clones = _clones(capture, index, labels, is_weight, routed, classes)
+    return _signed(capture, index, is_weight, labels, routed, clones, classes)
+
+
+def _signed(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str], routed: frozenset[int],
+            clones: "_Clones", classes: list[Any]) -> tuple[list[str], list[str]]:
     groups = capture.groups
-    classes = _classes(groups)
     ng = len(groups)
     routing = [""] * ng  # the content of the routed groups below each group, "" for none
     cols = index.cols
@@ -137,7 +159,6 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     known_get = known.get
     any_routing = False  # no routed group below yet: no group has routing content to gather
     # blocks repeating a first one (a stack of layers): made from it, not computed again
-    clones = _clones(capture, index, labels, is_weight, routed, classes)
     skip, model = clones.clone_of, clones.model
     # deepest first (within one depth, any order)
     for g in filterfalse(skip.__contains__, reversed(index.top_down)):

@@ -6,7 +6,8 @@ structure, group, node and value details, search, costs) is computed twice: as i
 and with each shortcut replaced by the plain computation it stands for (the reference
 versions below are the implementations before the shortcuts): the signatures of repeated
 blocks computed block by block instead of taken from the first (capture/analysis/structure.py,
-``_Clones``), a page's flow looking at each weight entering instead of counting the weights
+``_Clones``; without them, each block's costs are summed node by node too, not taken from
+the first block's: capture/analysis/cost.py), a page's flow looking at each weight entering instead of counting the weights
 by columns (viewer/projection/views.py), the trunk looking at every child
 (viewer/projection/trunk.py). The boundary sets of the index are checked against their
 definition, group by group. Captures of our own with runs of identical blocks: Torch
