@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Collection, Sequence
-from itertools import chain
+from itertools import chain, filterfalse
 from typing import Any, Callable
 
 from capture import units
@@ -235,10 +235,7 @@ class LayerCosts:
                 self.estimate[grp[i] + 1] = True
         # an array with nothing in any group stays so (no uncounted op, no estimate: the usual case)
         arrays = [F, R, W] + ([U] if any(map((0).__gt__, c.flops[:len(grp)])) else [])
-        steps = self._steps()
-        if runs:
-            later = set(chain.from_iterable(range(c0 + g_step + 1, c0 + k * g_step + 1) for c0, g_step, k, *_ in runs))
-            steps = [st for st in steps if st[0] not in later]
+        steps = self._steps() if not runs else self._steps_but(runs)
         self._up(arrays, steps=steps)
         if any(self.estimate):  # (none inside a run taken from its first block)
             self._up([self.estimate], lambda a, b: a or b, steps)
@@ -252,6 +249,16 @@ class LayerCosts:
             ng = len(self.capture.groups)
             self.in_body[1:] = map(ix.body_node.__contains__, ix.top[:ng])
             self.template[1:] = map(templates.__contains__, ix.top[:ng])
+
+    def _steps_but(self, runs: list[tuple[int, int, int, int, int, int]]) -> list[tuple[int, int]]:
+        """:meth:`_steps` without the groups of the later blocks of ``runs`` (in the same
+        order: a part of the groups sorted as :meth:`_order` sorts them all)."""
+        ix = self.index
+        later = set(chain.from_iterable(range(c0 + g_step, c0 + k * g_step) for c0, g_step, k, *_ in runs))
+        kept = sorted(filterfalse(later.__contains__, range(len(self.capture.groups))), key=ix.depth.__getitem__,
+                      reverse=True)
+        body, parent = ix.body_node, ix.parent
+        return [(g + 1, parent[g] + 1) for g in kept if g not in body]
 
     def _repeat_sums(self, arrays: list[list[int]], c0: int, g_step: int, k: int) -> None:
         """A run's later blocks' sums: its first block's (slots a block apart), and what
