@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from itertools import compress, filterfalse
+from itertools import chain, compress, filterfalse, repeat
+from operator import not_
 from typing import Any, Callable, NamedTuple, cast
 
 from capture.frameworks import capabilities
@@ -384,32 +385,33 @@ class Pages:
         w = _Wiring(self.index, self.present, g, kernels)
         refs, hidden, made_at, producer = w.refs, w.hidden, w.made_at, self.index.producer
         near: dict[int, int] = {}
-        src: list[int] = []
-        dst: list[int] = []
-        val: list[int] = []
-        src_add, dst_add, val_add = src.append, dst.append, val.append
-        operands = w.operands
-        for pos, ref in enumerate(refs):
-            if ref >= 0 and hidden(ref):
-                continue
-            for v in operands(ref):
-                if v < 0:
-                    continue  # a literal
-                if producer[v] < 0:  # made outside the capture (a weight: 57k entering a deep stack's page)
-                    src_add(-1)
-                    dst_add(pos)
-                    val_add(v)
+        # every operand of every child drawn, in order, by C-level passes: what was made
+        # outside the capture (a deep stack page's 57k weights) comes from outside (-1);
+        # the rest is looked up one by one
+        positions = self._drawn_positions(refs, kernels)
+        lists = list(map(w.operands, map(refs.__getitem__, positions)))
+        val = list(chain.from_iterable(lists))
+        dst = list(chain.from_iterable(map(repeat, positions, map(len, lists))))
+        if val and min(val) < 0:  # literals left out
+            keep = list(map((0).__le__, val))
+            val, dst = list(compress(val, keep)), list(compress(dst, keep))
+        src = [-1] * len(val)
+        dropped: list[int] = []
+        for k in compress(range(len(val)), map((0).__le__, map(producer.__getitem__, val))):
+            s = made_at(val[k])
+            if s >= 0 and hidden(refs[s]):
+                near.setdefault(s, dst[k])
+                via = w.drawn(val[k])
+                if via is None:
+                    dropped.append(k)
                     continue
-                s = made_at(v)
-                if s >= 0 and hidden(refs[s]):
-                    near.setdefault(s, pos)
-                    via = w.drawn(v)
-                    if via is None:
-                        continue
-                    s, v = via
-                src_add(s)
-                dst_add(pos)
-                val_add(v)
+                s, val[k] = via
+            src[k] = s
+        if dropped:  # made from nothing by an elided op: no entry
+            keep = [True] * len(val)
+            for k in dropped:
+                keep[k] = False
+            src, dst, val = list(compress(src, keep)), list(compress(dst, keep)), list(compress(val, keep))
         outs, through = self._group_outs(w)
         if not kernels:
             self._near_elided(w, near)
@@ -419,6 +421,17 @@ class Pages:
         by_src = sorted(compress(others, map((0).__le__, map(src.__getitem__, others))), key=src.__getitem__)
         return _Deps(src, dst, val, by_src, list(map(src.__getitem__, by_src)), outs, through, near,
                      list(compress(range(len(val)), weight)), others)
+
+    def _drawn_positions(self, refs: list[int], kernels: bool) -> list[int]:
+        """The positions of the children drawn (not an elided op), by C-level passes."""
+        if kernels or not self.present.elided:
+            return list(range(len(refs)))
+        elided = self.present.elided
+        ops = compress(refs, map((0).__le__, refs))
+        if not any(map(elided.__contains__, ops)):
+            return list(range(len(refs)))
+        # an elided op is a node ref (>= 0) in the elided set; group refs (< 0) never are
+        return list(compress(range(len(refs)), map(not_, map(elided.__contains__, refs))))
 
     def _group_outs(self, w: "_Wiring") -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]:
         """What leaves the group, each with the position drawn making it; and what an
@@ -545,7 +558,7 @@ class Pages:
         grp = self.capture.groups[c]
         structure = self.structure()
         outs = sorted(ix.bout[c + 1] or ())
-        ins = list(filterfalse(self.names.is_weight, sorted(ix.bin[c + 1] or ())))
+        ins = sorted(filterfalse(self.names.is_weight, ix.bin[c + 1] or ()))  # (the weights, 57k at a deep root, left out first)
         extra: dict[str, Any] = {
             "inputs": [self.values.brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
             "params": self._group_params(c), "structure": structure.signature[c],
