@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 from itertools import chain, compress, cycle, filterfalse, repeat
-from operator import attrgetter, sub as sub_
+from operator import attrgetter, length_hint, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -403,8 +403,10 @@ def _clones(capture: Any, index: Any, labels: list[str], is_weight: Callable[[in
     first, count = index.first[1:], index.node_count[1:]  # by group id
     at = first.__getitem__
     groups = capture.groups
-    for slot, kids in enumerate(index.child_groups):
-        if len(kids) < 2 or (len(kids) == 2 and count[kids[0]] != count[kids[1]]):
+    child_groups = index.child_groups
+    for slot in compress(range(len(child_groups)), map((2).__le__, map(len, child_groups))):
+        kids = child_groups[slot]
+        if len(kids) == 2 and count[kids[0]] != count[kids[1]]:
             continue
         kids = sorted(kids, key=at)
         i = 0
@@ -478,7 +480,7 @@ def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[i
     s = index.first[c0 + 1]
     n_step = index.first[run[1] + 1] - s
     e = index.first[run[-1] + 1] + m
-    if any(index.last[c + 1] - index.first[c + 1] + 1 != m for c in run):
+    if set(map(sub_, index.last[c0 + 1:c0 + 1 + k * g_step:g_step], index.first[c0 + 1:c0 + 1 + k * g_step:g_step])) != {m - 1}:
         return None  # a block's nodes are not one stretch of the program
     # block 0's groups are the ids c0 .. c0+G-1, each holding nodes; the others' are a
     # period on (their parents too), with no other child group
@@ -519,8 +521,8 @@ def _same_nodes(cols: Any, s: int, e: int, n_step: int, m: int, g_step: int, par
     if list(map(sub_, grp[s + n_step:e], grp[s:e - n_step])) != ([g_step] * m + [0] * (n_step - m)) * ((e - s) // n_step - 1) + [g_step] * ((e - s) % n_step):
         return False
     for off in (cols.in_off, cols.out_off):
-        counts = list(map(sub_, off[s + 1:e + 1], off[s:e]))
-        if counts[n_step:] != counts[:-n_step]:
+        # operand (output) counts a period apart equal: the offsets a period apart differ by one constant
+        if len(set(map(sub_, off[s + n_step:e + 1], off[s:e + 1 - n_step]))) > 1:
             return False
     return True
 
@@ -559,7 +561,7 @@ def _same_values(cols: Any, index: Any, labels: list[str], is_weight: Callable[[
         moves = dict(zip(first, strides))
         if len(moves) != len(set(zip(first, strides))):
             return None  # one value read in two places, moving apart
-        if not _strides_apart(values, strides, v_step, set(outs)):
+        if not _strides_apart(values, strides, v_step, outs):
             return None
     label = labels.__getitem__
     lab = list(map(label, outs))
@@ -573,7 +575,7 @@ def _same_values(cols: Any, index: Any, labels: list[str], is_weight: Callable[[
             return None
     # the values leaving each group: a period on, moved by V
     leaving = index.bout[c0 + 1:g_end + 1]
-    sizes = [len(b) if b else 0 for b in leaving]
+    sizes = list(map(length_hint, leaving))  # None (nothing leaves): 0
     if sizes[g_step:] != sizes[:-g_step]:
         return None
     flat = list(chain.from_iterable(filter(None, leaving)))
@@ -583,18 +585,22 @@ def _same_values(cols: Any, index: Any, labels: list[str], is_weight: Callable[[
     return v_step, moves
 
 
-def _strides_apart(reads: list[int], strides: list[int], v_step: int, made: set[int]) -> bool:
+def _strides_apart(reads: list[int], strides: list[int], v_step: int, made: list[int]) -> bool:
     """Whether the values read at operands of each stride other than ``V``, over every
-    block, are made by none of the blocks and meet no value read at another stride: then
-    two operands of one block read one value exactly when they do in block 0, and one the
-    block made exactly when block 0 made it."""
+    block, are made by none of the blocks (``made``: what they make) and meet no value read
+    at another stride: then two operands of one block read one value exactly when they do
+    in block 0, and one the block made exactly when block 0 made it. Every operand at
+    stride ``V`` (a deep stack's): nothing to keep apart."""
     kinds = set(strides)
     if len(kinds) > 4:
         return False
+    if kinds == {v_step}:
+        return True
+    made_set = set(made)
     seen: set[int] = set()
     for d in kinds:
         values = set(compress(reads, cycle([x == d for x in strides])))
-        if (d != v_step and not made.isdisjoint(values)) or not seen.isdisjoint(values):
+        if (d != v_step and not made_set.isdisjoint(values)) or not seen.isdisjoint(values):
             return False
         seen |= values
     return True
