@@ -30,6 +30,7 @@ from capture.analysis.index import ROOT, GraphIndex
 from capture.graph import graphfile
 from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
 from test_structure_clones import stack
+from viewer.projection import presentation as Pr
 from viewer.projection import projection as P
 from viewer.projection import views as V
 from viewer.projection.page_flow import _Flow, _Wiring
@@ -143,7 +144,7 @@ class Tied(nn.Module):
         return self.head(x)
 """
 
-X = tensor([2, 8])
+X = tensor([2, 3, 8])  # three dimensions: each Linear reshapes on its way in and out (elided)
 
 
 @pytest.fixture(scope="module")
@@ -350,6 +351,46 @@ def test_a_torch_model_with_repeated_blocks_gets_the_same_answers(torch_captures
 ])
 def test_a_hand_built_stack_gets_the_same_answers(name, cap):
     same_answers(cap)
+
+
+# --------------------------------------------------------------------------- the presentation
+
+
+def _reference_presentation(cap: Any, ix: GraphIndex) -> tuple[frozenset[int], frozenset[int]]:
+    """The function cards and the elided ops by the rules, op by op and group by group."""
+    cards = frozenset(g for g, grp in enumerate(cap.groups)
+                      if grp.kind == Pr.FUNCTION_KIND and ix.parent[g] != -1 and g not in ix.body_node)
+    elided = set()
+    group, producer, cols = ix.cols.group, ix.producer, ix.cols
+    for i, op in enumerate(cols.op):
+        outs = ix.outputs_of(i)
+        if op in Pr.BOOKKEEPING_OPS:
+            elided.add(i)
+        elif op.startswith(Pr.EMPTY_PREFIXES):
+            if outs and all(any(type(d) is int and d == 0 for d in cap.values[v].shape) for v in outs):
+                elided.add(i)
+        elif op in Pr.RESHAPE_OPS and group[i] in cards:
+            g = group[i]
+            leaving = ix.bout[g + 1] or {}
+            v = next((u for u in ix.operands_of(i) if u >= 0), -1)
+            if v < 0:
+                if any(o in leaving for o in outs):
+                    elided.add(i)
+            elif producer[v] < 0 or group[producer[v]] != g or any(o in leaving for o in outs):
+                elided.add(i)
+    return cards, frozenset(elided)
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["Deep", "Nested", "OneDiffers", "Tied"])
+def test_the_elided_ops_and_function_cards_are_those_of_the_rules(torch_captures, model):
+    cap = torch_captures[model]
+    ix = GraphIndex(cap)
+    present = Pr.Presentation(cap, ix)
+    cards, elided = _reference_presentation(cap, ix)
+    assert present.function_cards == cards and present.elided == elided
+    assert cards and elided  # the Linear calls and their reshapes
 
 
 # --------------------------------------------------------------------------- the index

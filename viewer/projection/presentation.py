@@ -25,7 +25,7 @@ The capture keeps every kernel; the pages present them the way a person reads a 
 
 from __future__ import annotations
 
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import attrgetter, eq
 from typing import Any
 
@@ -48,8 +48,9 @@ class Presentation:
         self.index = index
         groups = capture.groups
         # the function groups found by a C-level pass over the kinds (a deep model's 57k groups)
-        calls = compress(range(len(groups)), map(eq, map(attrgetter("kind"), groups), repeat(FUNCTION_KIND)))
-        self.function_cards = frozenset(g for g in calls if index.parent[g] != -1 and g not in index.body_node)
+        calls = list(compress(range(len(groups)), map(eq, map(attrgetter("kind"), groups), repeat(FUNCTION_KIND))))
+        inner = compress(calls, map((-1).__ne__, map(index.parent.__getitem__, calls)))  # not at the top
+        self.function_cards = frozenset(filterfalse(index.body_node.__contains__, inner) if index.body_node else inner)
         self.elided = self._bookkeeping(capture)
         self._single: dict[tuple[int, bool], int | None] = {}
 
@@ -59,18 +60,18 @@ class Presentation:
         ops = cols.op
         out: list[int] = []
         # only ops that may be bookkeeping are looked at, found by C-level passes
-        maybe = {op for op in set(ops) if op in BOOKKEEPING_OPS or op.startswith(EMPTY_PREFIXES) or op in RESHAPE_OPS}
-        reshapes: list[int] = []
-        for i in compress(range(len(ops)), map(maybe.__contains__, ops)) if maybe else ():
-            op = ops[i]
-            if op in BOOKKEEPING_OPS:
+        # each kind by its own pass (bookkeeping first, then empty-making ops, then reshapes)
+        kinds = set(ops)
+        book = {op for op in kinds if op in BOOKKEEPING_OPS}
+        empty = {op for op in kinds - book if op.startswith(EMPTY_PREFIXES)}
+        reshaping = {op for op in kinds - book - empty if op in RESHAPE_OPS}
+        if book:
+            out += compress(range(len(ops)), map(book.__contains__, ops))
+        for i in compress(range(len(ops)), map(empty.__contains__, ops)) if empty else ():
+            outs = ix.outputs_of(i)
+            if outs and all(_empty(values[v].shape) for v in outs):
                 out.append(i)
-            elif op.startswith(EMPTY_PREFIXES):
-                outs = ix.outputs_of(i)
-                if outs and all(_empty(values[v].shape) for v in outs):
-                    out.append(i)
-            elif op in RESHAPE_OPS:
-                reshapes.append(i)
+        reshapes = list(compress(range(len(ops)), map(reshaping.__contains__, ops))) if reshaping else []
         out += self._call_reshapes(reshapes)
         return frozenset(out)
 
@@ -85,7 +86,9 @@ class Presentation:
         cards = self.function_cards
         calls = list(compress(reshapes, map(cards.__contains__, map(group.__getitem__, reshapes))))
         n_refs = len(in_ref)
-        firsts = [in_ref[k] if k < n_refs else -1 for k in map(in_off.__getitem__, calls)]
+        starts = list(map(in_off.__getitem__, calls))
+        firsts = list(map(in_ref.__getitem__, starts)) if not starts or max(starts) < n_refs else \
+            [in_ref[k] if k < n_refs else -1 for k in starts]
         out = []
         for i, v in zip(calls, firsts):
             g = group[i]
@@ -93,7 +96,7 @@ class Presentation:
                 v = next((u for u in in_ref[in_off[i]:in_off[i + 1]] if u >= 0), -1)
                 if v < 0:
                     leaving = bout[g + 1]
-                    if leaving and any(o in leaving for o in out_ids[out_off[i]:out_off[i + 1]]):
+                    if leaving and not leaving.keys().isdisjoint(out_ids[out_off[i]:out_off[i + 1]]):
                         out.append(i)
                     continue
             p = producer[v]
@@ -101,7 +104,7 @@ class Presentation:
                 out.append(i)
                 continue
             leaving = bout[g + 1]
-            if leaving and any(o in leaving for o in out_ids[out_off[i]:out_off[i + 1]]):
+            if leaving and not leaving.keys().isdisjoint(out_ids[out_off[i]:out_off[i + 1]]):
                 out.append(i)
         return out
 
