@@ -29,7 +29,7 @@ from capture.analysis.devices import Device
 from capture.analysis.index import ROOT, GraphIndex
 from capture.graph import graphfile
 from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
-from test_structure_clones import stack
+from test_structure_clones import Stack, stack
 from viewer.projection import presentation as Pr
 from viewer.projection import projection as P
 from viewer.projection import views as V
@@ -351,6 +351,39 @@ def test_a_torch_model_with_repeated_blocks_gets_the_same_answers(torch_captures
 ])
 def test_a_hand_built_stack_gets_the_same_answers(name, cap):
     same_answers(cap)
+
+
+def test_a_block_drawn_otherwise_is_not_taken_from_the_first():
+    """Blocks alike by structure whose elided ops differ (one block's empty op is not known
+    to be empty) are drawn block by block: the odd block's call is a frame with twins of its
+    own, the others' calls are drawn as their add."""
+    cap = padded_stack(odd=5)
+    got = same_answers(cap)
+    p = P.Projection(cap)
+    pads = [g.id for g in cap.groups if g.name == "pad"]
+    assert [p._can_twin(g) for g in pads] == [k == 5 for k in range(len(pads))]
+    assert p.structure().clones.runs  # the blocks repeat by structure all the same
+    assert got
+
+
+def padded_stack(blocks: int = 12, odd: int | None = None) -> Any:
+    """A stack whose blocks each hold a ``pad`` call of an ``aten::new_empty`` and an add:
+    an empty result (a 0 dimension) is elided, and the call drawn as its add alone. In
+    block ``odd`` the 0 is the string ``"0"`` (a hostile file's): the same label, so the
+    blocks still repeat by structure, but that op makes nothing known to be empty, is drawn,
+    and that block's call is a frame."""
+    s = Stack()
+    x = s.value()
+    model = s.group("module", "model", None, "Model")
+    for k in range(blocks):
+        b = s.group("module", "block", model, "Block")
+        h = s.node("aten::layer_norm", [x, s.value((8,))], b)
+        pad = s.group("module", "pad", b, "Pad")
+        e = s.node("aten::new_empty", [h], pad, ("0", 8) if k == odd else (0, 8))
+        h = s.node("aten::add.Tensor", [h, e], pad)
+        h = s.node("aten::gelu", [h], b)
+        x = s.node("aten::add.Tensor", [x, h], b)
+    return s.capture([x])
 
 
 # --------------------------------------------------------------------------- the presentation

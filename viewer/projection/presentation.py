@@ -25,7 +25,8 @@ The capture keeps every kernel; the pages present them the way a person reads a 
 
 from __future__ import annotations
 
-from itertools import compress, filterfalse, repeat
+from bisect import bisect_left
+from itertools import chain, compress, cycle, filterfalse, repeat
 from operator import attrgetter, eq
 from typing import Any
 
@@ -106,6 +107,30 @@ class Presentation:
             leaving = bout[g + 1]
             if leaving and not leaving.keys().isdisjoint(out_ids[out_off[i]:out_off[i + 1]]):
                 out.append(i)
+        return out
+
+    def alike_blocks(self, runs: list[tuple[int, int, int]]) -> dict[int, int]:
+        """For the groups of the later blocks of ``runs`` (blocks proved to repeat their
+        first exactly: ``Structure.clones``), their counterpart in the run's first block,
+        where the elided ops repeat too: then each is drawn as the other is (the same
+        function cards, idle groups and drawn children a block on), so that a frame or its
+        one op is worked out once per run rather than per block (a deep stack's 14,285)."""
+        ix = self.index
+        order = sorted(self.elided)
+        out: dict[int, int] = {}
+        for c0, step, end in runs:
+            k = (end - c0) // step
+            s, m = ix.first[c0 + 1], ix.node_count[c0 + 1]
+            n_step = ix.first[c0 + step + 1] - s
+            e = s + (k - 1) * n_step + m
+            elided = order[bisect_left(order, s):bisect_left(order, e)]
+            first = [x for x in elided if x < s + m]
+            in_blocks = [x for x in elided if (x - s) % n_step < m]  # (not the container's own ops between blocks)
+            if in_blocks != sorted(chain.from_iterable(range(x, e, n_step) for x in first)):
+                continue
+            if not ix.body_node.keys().isdisjoint(range(c0, end)):
+                continue
+            out.update(zip(range(c0 + step, end), cycle(range(c0, c0 + step))))
         return out
 
     # ------------------------------------------------------------------ questions

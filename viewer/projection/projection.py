@@ -93,11 +93,22 @@ class Projection:
                                self.line_index, templates=self.analysis.templates)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
+        self._alike: dict[int, int] | None = None  # a repeated block's group -> its first block's (_can_twin)
+        self._frames: dict[int, bool] = {}  # _can_twin's answers
 
     def _can_twin(self, g: int) -> bool:
-        """Groups a page may pair as twins: not a function card, not drawn as its one op."""
-        present = self.present
-        return not present.is_function_card(g) and present.single(g, False) is None
+        """Groups a page may pair as twins: not a function card, not drawn as its one op
+        (asked of the blocks of a repeated run once, of the first block's counterpart:
+        :meth:`~viewer.projection.presentation.Presentation.alike_blocks`)."""
+        alike = self._alike
+        if alike is None:
+            alike = self._alike = self.present.alike_blocks(self.structure().clones.runs)
+        g = alike.get(g, g)
+        got = self._frames.get(g)
+        if got is None:
+            present = self.present
+            got = self._frames[g] = not present.is_function_card(g) and present.single(g, False) is None
+        return got
 
     def templates(self) -> frozenset[int]:
         """The body groups that are templates, not executed (a ``shard_map`` body is none:
