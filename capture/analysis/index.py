@@ -113,7 +113,9 @@ class GraphIndex:
         An unexecuted body (capture/analysis/body_templates.py) is a tree of its own, opened
         from its boundary node: not a child of its parent group, not in its ancestors' counts."""
         ng = len(groups)
-        self.body_node = body_groups(groups, n)
+        #: Every group's kind (read once: the presentation, parameters and structure read them).
+        self.kinds: list[Any] = list(map(attrgetter("kind"), groups))
+        self.body_node = body_groups(groups, n, self.kinds)
         self.bodies_of: dict[int, list[int]] = {}
         for g, i in self.body_node.items():
             self.bodies_of.setdefault(i, []).append(g)

@@ -497,7 +497,7 @@ def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[i
     par = index.parent[c0:g_end]
     if list(map(sub_, par[g_step:], par[:-g_step])) != ([0] + [g_step] * (g_step - 1)) * (k - 1):
         return None
-    kinds = list(map(attrgetter("kind"), groups[c0:g_end]))
+    kinds = index.kinds[c0:g_end] if hasattr(index, "kinds") else list(map(attrgetter("kind"), groups[c0:g_end]))
     run_classes = classes[c0:g_end]
     if kinds[g_step:] != kinds[:-g_step] or any(c is _NOT_MAP for c in run_classes):
         return None

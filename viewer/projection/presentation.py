@@ -25,9 +25,9 @@ The capture keeps every kernel; the pages present them the way a person reads a 
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from itertools import chain, compress, cycle, filterfalse, repeat
-from operator import attrgetter, eq
+from bisect import bisect_left, bisect_right
+from itertools import chain, compress, filterfalse, repeat
+from operator import eq
 from typing import Any
 
 FUNCTION_KIND = "function"
@@ -49,7 +49,7 @@ class Presentation:
         self.index = index
         groups = capture.groups
         # the function groups found by a C-level pass over the kinds (a deep model's 57k groups)
-        calls = list(compress(range(len(groups)), map(eq, map(attrgetter("kind"), groups), repeat(FUNCTION_KIND))))
+        calls = list(compress(range(len(groups)), map(eq, index.kinds, repeat(FUNCTION_KIND))))
         inner = compress(calls, map((-1).__ne__, map(index.parent.__getitem__, calls)))  # not at the top
         self.function_cards = frozenset(filterfalse(index.body_node.__contains__, inner) if index.body_node else inner)
         self.elided = self._bookkeeping(capture)
@@ -109,15 +109,15 @@ class Presentation:
                 out.append(i)
         return out
 
-    def alike_blocks(self, runs: list[tuple[int, int, int]]) -> dict[int, int]:
-        """For the groups of the later blocks of ``runs`` (blocks proved to repeat their
-        first exactly: ``Structure.clones``), their counterpart in the run's first block,
-        where the elided ops repeat too: then each is drawn as the other is (the same
-        function cards, idle groups and drawn children a block on), so that a frame or its
-        one op is worked out once per run rather than per block (a deep stack's 14,285)."""
+    def alike_blocks(self, runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """The runs of ``runs`` (blocks proved to repeat their first exactly:
+        ``Structure.clones``) whose elided ops repeat too: then a group of a later block is
+        drawn as its counterpart in the first block is (the same function cards, idle groups
+        and drawn children a block on: :func:`counterpart`), so that a frame or its one op
+        is worked out once per run rather than per block (a deep stack's 14,285)."""
         ix = self.index
         order = sorted(self.elided)
-        out: dict[int, int] = {}
+        out: list[tuple[int, int, int]] = []
         for c0, step, end in runs:
             k = (end - c0) // step
             s, m = ix.first[c0 + 1], ix.node_count[c0 + 1]
@@ -130,8 +130,8 @@ class Presentation:
                 continue
             if not ix.body_node.keys().isdisjoint(range(c0, end)):
                 continue
-            out.update(zip(range(c0 + step, end), cycle(range(c0, c0 + step))))
-        return out
+            out.append((c0, step, end))
+        return sorted(out)
 
     # ------------------------------------------------------------------ questions
 
@@ -243,6 +243,22 @@ class Presentation:
                 if len(out) >= most:
                     break
         return out
+
+
+#: How many of the runs starting before a group :func:`counterpart` looks at (nested runs:
+#: the innermost few; past them the group is its own, which is always right).
+COUNTERPART_TRIES = 4
+
+
+def counterpart(runs: list[tuple[int, int, int]], starts: list[int], g: int) -> int:
+    """Group ``g``'s counterpart in the first block of a run of ``runs`` (sorted; ``starts``:
+    their first groups) holding it in a later block, else ``g``."""
+    i = bisect_right(starts, g) - 1
+    for j in range(i, max(i - COUNTERPART_TRIES, -1), -1):
+        c0, step, end = runs[j]
+        if c0 + step <= g < end:
+            return c0 + (g - c0) % step
+    return g
 
 
 def _empty(shape: Any) -> bool:

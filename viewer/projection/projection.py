@@ -47,7 +47,7 @@ from capture.analysis.names import (  # noqa: F401
     CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_title, group_wording,
     short_dtype, value_label, vocabulary,
 )
-from .presentation import Presentation
+from .presentation import Presentation, counterpart
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
 from capture.analysis.structure import Structure
 from capture.analysis.errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
@@ -93,7 +93,7 @@ class Projection:
                                self.line_index, templates=self.analysis.templates)
         self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
-        self._alike: dict[int, int] | None = None  # a repeated block's group -> its first block's (_can_twin)
+        self._alike: tuple[list[tuple[int, int, int]], list[int]] | None = None  # runs drawn alike, their starts (_can_twin)
         self._frames: dict[int, bool] = {}  # _can_twin's answers
 
     def _can_twin(self, g: int) -> bool:
@@ -102,8 +102,9 @@ class Projection:
         :meth:`~viewer.projection.presentation.Presentation.alike_blocks`)."""
         alike = self._alike
         if alike is None:
-            alike = self._alike = self.present.alike_blocks(self.structure().clones.runs)
-        g = alike.get(g, g)
+            runs = self.present.alike_blocks(self.structure().clones.runs)
+            alike = self._alike = (runs, [run[0] for run in runs])
+        g = counterpart(alike[0], alike[1], g)
         got = self._frames.get(g)
         if got is None:
             present = self.present
