@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from itertools import chain, compress, islice, repeat
 from itertools import count as count_from
 from operator import attrgetter, lt, ne, sub
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 from capture.graph.tables import NodeTable
 from capture.graph.model import Node, tree_leaves
@@ -120,7 +120,8 @@ class GraphIndex:
         for g, i in self.body_node.items():
             self.bodies_of.setdefault(i, []).append(g)
         parents = list(map(attrgetter("parent"), groups))
-        self.parent = list(map({None: ROOT}.get, parents, parents))  # None: ROOT (by a C-level pass)
+        # None: ROOT (by a C-level pass: ``get`` with the parent itself as the default)
+        self.parent: list[int] = cast("list[int]", list(map({None: ROOT}.get, parents, parents)))
         for i in self.body_node:
             self.parent[i] = ROOT
         # Depth and top-level ancestor per group, in one linear pass (iterative: a hostile
