@@ -278,14 +278,21 @@ class _MeasuredLabels:
     def __init__(self, values: Any, asked: int) -> None:
         table = ValueTable.of(values)
         column = table.measured_column()
+        self._table = table
+        # each key's column read when first asked (a deep model's parameters are all named
+        # by ``param``: the later keys' columns are never read)
         self._columns: dict[str, list[Any]] | None = None
         self._maps = column
         if column is not None and asked * _MAP_COST > len(table):
-            self._columns = {key: table.measured_key(key) for key in (*_LABEL_ROLES, "version_of", "external")}
+            self._columns = {}
 
     def _get(self, v: int, key: str) -> Any:
-        if self._columns is not None:
-            return self._columns[key][v]
+        cols = self._columns
+        if cols is not None:
+            col = cols.get(key)
+            if col is None:
+                col = cols[key] = self._table.measured_key(key)
+            return col[v]
         m = self._maps[v] if self._maps is not None else None
         return m.get(key) if isinstance(m, dict) else None
 
