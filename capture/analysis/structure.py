@@ -50,6 +50,10 @@ TWIN_MIN_OPS = 2
 #: the first hold this many nodes: the check costs about as much as the signatures of a
 #: few small blocks.
 CLONE_MIN_NODES = 32
+#: The most children a group may have for its content to be kept as a key of the
+#: signatures already made (:func:`_signed`): blocks are small, the few containers of
+#: thousands are each their own.
+KNOWN_BODY_MAX = 1024
 #: A group's class where its attrs is no map (see :func:`_classes`).
 _NOT_MAP = object()
 
@@ -156,7 +160,6 @@ def _signed(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: 
     # signature content -> signature: equal content (the blocks of a stack) is encoded
     # and hashed once; a key of tuples hashes in C, far cheaper than encoding and hashing it
     known: dict[tuple[Any, ...], str] = {}
-    known_get = known.get
     any_routing = False  # no routed group below yet: no group has routing content to gather
     # blocks repeating a first one (a stack of layers): made from it, not computed again
     skip, model = clones.clone_of, clones.model
@@ -207,11 +210,10 @@ def _signed(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: 
         below = [routing[~r] for r in refs if r < 0 and routing[~r]] if any_routing else []
         if g not in routed:
             # equal keys encode equally: a class that is not a string (a hostile file's
-            # ``True`` equals ``1``) is encoded on its own
-            sig = known_get(key) if cls is None or type(cls) is str else None
-            if sig is None:
-                sig = known[key] = blake(_encoded(key), digest_size=8).hexdigest()
-            sigs[g] = sig
+            # ``True`` equals ``1``) is encoded on its own; a container of thousands of
+            # children (a deep stack's) too: its content is its own, and hashing it as a key
+            # costs as much as encoding it
+            sigs[g] = _signature(key, cls, len(body), known)
             if below:
                 routing[g] = blake(dumps(below, 2), digest_size=8).hexdigest()
             if g in model:
@@ -248,6 +250,18 @@ def _repeat(g: int, blocks: list[tuple[int, int, int, dict[int, int]]], sigs: li
     uses_in[c1:end:step] = list(zip(*ins)) if ins else [()] * k
     outs = [range(o + v_step, o + v_step * (k + 1), v_step) for o in hands_on[g]]
     hands_on[c1:end:step] = list(zip(*outs)) if outs else [()] * k
+
+
+def _signature(key: tuple[Any, ...], cls: Any, children: int, known: dict[tuple[Any, ...], str]) -> str:
+    """The signature of a group's content ``key`` (class ``cls``, ``children`` children),
+    from ``known`` (the contents signed so far) where it may be kept there."""
+    cached = (cls is None or type(cls) is str) and children <= KNOWN_BODY_MAX
+    sig = known.get(key) if cached else None
+    if sig is None:
+        sig = hashlib.blake2b(_encoded(key), digest_size=8).hexdigest()
+        if cached:
+            known[key] = sig
+    return sig
 
 
 def _encoded(key: tuple[Any, ...]) -> bytes:
