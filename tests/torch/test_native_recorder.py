@@ -536,3 +536,41 @@ def test_the_native_recorder_is_released_when_the_graph_is_built(native, monkeyp
     _, trace = capture(_Block(), (x,), "native", monkeypatch)
     with pytest.raises(RuntimeError, match="released when the graph was built"):
         trace.value_of(x)
+
+
+def test_graph_objects_made_natively_are_whole_dataclasses(native, monkeypatch):
+    """The recorder fills the slots of Value / Node / Operand straight from C++ (their
+    ``__init__`` bypassed): every field is set, and each object equals the one its class
+    makes from the same fields."""
+    import dataclasses
+
+    torch.manual_seed(0)
+    cap, _ = capture(WritesInPlace(), (torch.randn(3, 4),), "native", monkeypatch, stats=True)
+    objects = [*cap.values, *cap.nodes, *(o for n in cap.nodes for o in n.inputs)]
+    assert {type(o).__name__ for o in objects} == {"Value", "Node", "Operand"}
+    for o in objects:
+        fields = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}  # AttributeError: a slot left unset
+        assert type(o)(**fields) == o
+
+
+def test_a_graph_class_with_post_init_is_made_through_its_init(native, monkeypatch):
+    """A class whose construction does more than fill its fields (a ``__post_init__``) is
+    called as usual, so what it does still happens."""
+    import dataclasses
+
+    from capture.graph.model import Operand
+    from capture.torch.native import recording
+
+    made = []
+
+    @dataclasses.dataclass(slots=True)
+    class CountedOperand(Operand):
+        def __post_init__(self) -> None:
+            made.append(self.position)
+
+    monkeypatch.setattr(recording, "Operand", CountedOperand)
+    torch.manual_seed(0)
+    cap, _ = capture(WritesInPlace(), (torch.randn(3, 4),), "native", monkeypatch, stats=False)
+    operands = [o for n in cap.nodes for o in n.inputs]
+    assert operands and all(type(o) is CountedOperand for o in operands)
+    assert made == [o.position for o in operands]

@@ -30,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def wrapper(folder: Path, *, delay: float = 0.0, then: str = f'exec {sys.executable} "$@"') -> Path:
     """A ``.venv/bin/python`` that starts a background process in a session of its own
-    (its pid written to ``$TV_BG``, its own to ``$TV_BG.self``), waits ``delay`` s, then
-    runs the real interpreter (or ``then``)."""
+    (its pid written to ``$TV_BG``, its own to ``$TV_BG.self``), waits until that pid is
+    written (else a loaded machine may end the child, as it should, before it says who it
+    was, and the test could not tell), then ``delay`` s, then runs the real interpreter (or
+    ``then``)."""
     path = folder / ".venv" / "bin" / "python"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(f"""\
@@ -39,6 +41,7 @@ def wrapper(folder: Path, *, delay: float = 0.0, then: str = f'exec {sys.executa
         echo $$ > "$TV_BG.self"
         setsid sh -c 'echo $$ > "$TV_BG.tmp"; mv "$TV_BG.tmp" "$TV_BG"; exec sleep 120' \\
             </dev/null >/dev/null 2>&1 &
+        until [ -s "$TV_BG" ]; do sleep 0.01; done
         sleep {delay}
         {then}
         """))
