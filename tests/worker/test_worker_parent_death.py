@@ -164,7 +164,13 @@ def test_a_sigkilled_cli_takes_processes_that_cleared_their_environment(ws, tmp_
     try:
         started = wait_pids(pids, cli)
         worker, detached, grandchild = started
-        assert b"TENSORVIZ_WORKER_ID" not in Path(f"/proc/{grandchild}/environ").read_bytes()
+        # Its pid is written just before its execve: wait for the exec (under load the
+        # read could come first and see the environment it is about to drop).
+        environ = Path(f"/proc/{grandchild}/environ")
+        end = time.monotonic() + 10
+        while b"TENSORVIZ_WORKER_ID" in environ.read_bytes() and time.monotonic() < end:
+            time.sleep(0.02)
+        assert b"TENSORVIZ_WORKER_ID" not in environ.read_bytes()
         cli.kill()
         cli.wait()
         for pid, what in ((worker, "worker"), (detached, "env-less process in a session of its own"),
