@@ -14,7 +14,7 @@ Only the standard library is imported.
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import attrgetter, eq
+from operator import eq
 from typing import Any
 
 BODY_KIND = "body"
@@ -55,12 +55,10 @@ BODY_RESULT_ROLE = ("body result: what one traced iteration of a control-flow bo
                     "(the next carry, one slice of ys, a branch's output); never computed")
 
 
-def body_groups(groups: Any, n_nodes: int, kinds: list[Any] | None = None) -> dict[int, int]:
+def body_groups(groups: Any, n_nodes: int, kinds: list[Any]) -> dict[int, int]:
     """Body group id -> its boundary node id, for well-formed body groups (``kinds``: every
-    group's kind, when read already; the body groups found by a C-level pass over them)."""
+    group's kind, ``GraphIndex.kinds``; the body groups found by a C-level pass over them)."""
     out: dict[int, int] = {}
-    if kinds is None:
-        kinds = list(map(attrgetter("kind"), groups))
     for g in compress(range(len(kinds)), map(eq, kinds, repeat(BODY_KIND))):
         grp = groups[g]
         if not isinstance(grp.attrs, dict):

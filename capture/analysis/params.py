@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import compress
-from operator import and_, attrgetter, itemgetter
+from operator import and_, itemgetter
 from typing import Any, Callable
 
 from capture import units
@@ -21,13 +21,11 @@ from .types import ParamCounts
 PARAM_ROLES = frozenset({"param", "variable"})
 
 
-def body_stand_ins(capture: Any, kinds: list[Any] | None = None) -> dict[int, int]:
+def body_stand_ins(capture: Any, kinds: list[Any]) -> dict[int, int]:
     """Body parameter values (a template's stand-ins for the weights it receives: one slice
-    of a scanned stack) -> their body group (``kinds``: every group's kind, read already)."""
+    of a scanned stack) -> their body group (``kinds``: every group's kind, ``GraphIndex.kinds``)."""
     got: dict[int, int] = {}
     groups = capture.groups
-    if kinds is None:
-        kinds = list(map(attrgetter("kind"), groups))
     # the body groups found by a C-level pass over the kinds (a deep model has 57k groups, no body)
     for gid in compress(range(len(groups)), map("body".__eq__, kinds)):
         grp = groups[gid]
@@ -67,7 +65,7 @@ class GroupParams:
             keys = list(names)
             roles = map(PARAM_ROLES.__contains__, map(itemgetter(1), names.values()))
             self._params = frozenset(compress(keys, map(and_, roles, map((0).__gt__, map(producer.__getitem__, keys)))))
-            self._stand_ins = body_stand_ins(self.capture, getattr(self.index, "kinds", None))
+            self._stand_ins = body_stand_ins(self.capture, self.index.kinds)
         # the parameters entering the subtree, by a C-level pass (a deep model's root: 57k)
         params = list(filter(self._params.__contains__, self.index.bin[g + 1] or ()))
         stand_ins = self._stand_ins

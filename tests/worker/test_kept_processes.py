@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def wrapper(folder: Path, *, delay: float = 0.0, then: str = f'exec {sys.executable} "$@"') -> Path:
     """A ``.venv/bin/python`` that starts a background process in a session of its own
     (its pid written to ``$TV_BG``, its own to ``$TV_BG.self``), waits until that pid is
-    written (else a loaded machine may end the child, as it should, before it says who it
+    written, for up to 10 s (else a loaded machine may end the child, as it should, before it says who it
     was, and the test could not tell), then ``delay`` s, then runs the real interpreter (or
     ``then``)."""
     path = folder / ".venv" / "bin" / "python"
@@ -41,7 +41,7 @@ def wrapper(folder: Path, *, delay: float = 0.0, then: str = f'exec {sys.executa
         echo $$ > "$TV_BG.self"
         setsid sh -c 'echo $$ > "$TV_BG.tmp"; mv "$TV_BG.tmp" "$TV_BG"; exec sleep 120' \\
             </dev/null >/dev/null 2>&1 &
-        until [ -s "$TV_BG" ]; do sleep 0.01; done
+        i=0; until [ -s "$TV_BG" ] || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done
         sleep {delay}
         {then}
         """))
