@@ -97,6 +97,7 @@ class FunctionCalls(TorchFunctionMode):
         # The native recorder's rows into the node list before it is read (None: the
         # Python path, whose nodes are made as the ops run).
         native = getattr(trace, "_native", None)
+        self._native = native
         self._sync = native.sync if native is not None else None
         self._data_of = native.data_of if native is not None else None
 
@@ -113,6 +114,8 @@ class FunctionCalls(TorchFunctionMode):
                 pass
         if names is None:
             return func(*args, **kwargs)
+        if self._native is not None:
+            return self._native_call(names, func, args, kwargs)
         trace = self.trace
         b = trace.b
         nodes = b.nodes
@@ -141,6 +144,37 @@ class FunctionCalls(TorchFunctionMode):
                 if trace.limit_error is None:
                     trace.limit_error = exc
                 raise
+        return out
+
+    def _native_call(self, names: tuple[str, str], func: Any, args: tuple, kwargs: dict) -> Any:
+        """A call under the native recorder: its rows are counted, not turned into
+        nodes (``NativeRecording.state``); the node list is read only for a call that
+        ran two kernels or more (a possible group)."""
+        trace = self.trace
+        native = self._native
+        state = native.state
+        b = trace.b
+        start, groups_before, parent = state[0], len(b.groups), trace.current_group
+        out = func(*args, **kwargs)
+        if names[0] == _DATA and args:
+            native.data_of(args[0], out)
+        end = state[0]
+        if state[1] or end >= native.next_checkpoint:  # a limit, statistics, progress
+            native.sync()
+        if end == start:
+            return out
+        if end == start + 1 and len(b.groups) == groups_before and trace.current_group == parent:
+            # One kernel (most calls): its node names the function once it is made, if
+            # it is in this call's group (not one of autograd's, say).
+            native.functions.append((start, names[0], parent))
+            return out
+        native.sync()
+        try:
+            self._ran(names, start, groups_before, parent, sys._getframe(2))
+        except LimitExceeded as exc:
+            if trace.limit_error is None:
+                trace.limit_error = exc
+            raise
         return out
 
     def _ran(self, names: tuple[str, str], start: int, groups_before: int, parent: int | None, caller: Any) -> None:

@@ -225,6 +225,17 @@ class Sdpa(nn.Module):
         return y.transpose(1, 2).reshape(1, 3, 8)
 
 
+class LastAfterWrite(nn.Module):
+    """The forward's last call, one kernel, reads a tensor written through a view: its
+    new version is a late output of the write, so the recorder has more than rows to hand
+    over and the function mode syncs before it names the call's node."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        y.view(-1).add_(1.0)
+        return y.relu()
+
+
 PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "in-place ops and writes through views": (InPlace, lambda: (torch.randn(2, 8),)),
     "views and their statistics": (Views, lambda: (torch.randn(3, 6),)),
@@ -236,6 +247,7 @@ PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "int tensors": (Integers, lambda: (torch.randint(0, 10, (2, 5)),)),
     "NaN, inf, cancellation, half precision, empty": (Odd, lambda: (torch.randn(4, 5),)),
     "attention": (Sdpa, lambda: (torch.randn(1, 3, 8),)),
+    "a one-kernel call last, after a write through a view": (LastAfterWrite, lambda: (torch.randn(2, 3),)),
 }
 
 

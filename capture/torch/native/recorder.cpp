@@ -299,6 +299,18 @@ class Recorder {
   std::string fail_kind, fail_what;
   int64_t fail_limit = 0, fail_got = 0;
   std::string error;  // an unexpected error inside the callback
+  // Two int64s Python reads without a call (an array.array it owns, kept alive here):
+  // [0] the node count recorded so far (flushed or not), [1] nonzero when a flush has
+  // more for Python than rows (a limit reached, an error, statistics hand-overs, late
+  // outputs). The function mode reads them around every torch call instead of flushing.
+  int64_t* state = nullptr;
+  py::object state_keep;
+
+  void note() {
+    if (state == nullptr) return;
+    state[0] = n_nodes;
+    state[1] = (failed || !error.empty() || !late_outputs.empty() || !py_shares.empty() || !later_new.empty()) ? 1 : 0;
+  }
 
   // Room for a typical model's tables before its forward runs: grown while it runs, each
   // table's old block would be freed among the activations (see Ints).
@@ -1413,6 +1425,7 @@ class Recorder {
     py::object err = py::none();
     if (failed) err = py::make_tuple(fail_kind, fail_limit, fail_got, fail_what);
     py::object cb_error = error.empty() ? py::object(py::none()) : py::object(py::str(error));
+    note();
     return py::make_tuple(late, shares, later_rows, err, cb_error);
   }
 };
@@ -1438,6 +1451,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       active->failed = true;
       active->open.push_back(Recorder::Open{-1, false, true});
     }
+    active->note();
   }
   // Nothing this event calls is a graph op (a graph op's kernel, an op no dispatch mode
   // sees): RecordFunction off on this thread until it ends, so its inner ops are neither
@@ -1462,6 +1476,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
     if (active->error.empty()) active->error = e.what();
     active->failed = true;
   }
+  active->note();
 }
 
 // The callbacks' own cost, for benchmarks/bench_torch_capture.py's native floor: the same
@@ -1533,6 +1548,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         for (auto x : known) r.stat_state[x.cast<int64_t>()].state = 2;
         r.n_values = r.values_base = n_values;
         r.n_nodes = r.nodes_base = n_nodes;
+        r.note();
       })
       .def("label", [](PyRecorder& self, py::object t, std::string kind, std::string name) {
         at::Tensor x = THPVariable_Unpack(t.ptr());
@@ -1593,11 +1609,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("value_of", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());
         at::RecordFunctionGuard no_record(false);
-        return self.r->value_of(x);
+        int64_t vid = self.r->value_of(x);
+        self.r->note();
+        return vid;
       })
       .def("data_of", [](PyRecorder& self, py::object src, py::object out) {
         at::RecordFunctionGuard no_record(false);
         self.r->data_of(THPVariable_Unpack(src.ptr()), THPVariable_Unpack(out.ptr()));
+        self.r->note();
+      })
+      .def("share_state", [](PyRecorder& self, py::object buffer) {
+        // The state Python reads (Recorder::state): a writable buffer of two int64s.
+        py::buffer_info info = py::buffer(buffer).request(true);
+        if (info.itemsize != 8 || info.size != 2) throw std::invalid_argument("the state needs two 8-byte items");
+        self.r->state = static_cast<int64_t*>(info.ptr);
+        self.r->state_keep = buffer;
+        self.r->note();
       })
       .def("known", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());

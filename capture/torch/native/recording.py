@@ -13,6 +13,7 @@ Torch is imported at module level: one of the worker's framework modules.
 
 from __future__ import annotations
 
+import array
 import sys
 import weakref
 from typing import Any, Callable
@@ -116,10 +117,17 @@ class NativeRecording:
             "stats": statistics is not None, "parameters_later": trace._parameters_later,
         })
         self._checkpointed = len(b.nodes) // checkpoint_ops
-        self._next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
+        self.next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
         self._import()
         self._eager: Any = None
         self._flush = self.rec.flush
+        # [0] the nodes recorded so far, [1] nonzero when a sync has more than rows to
+        # hand over (Recorder::state): read by the function mode around every call.
+        self.state = array.array("q", [0, 0])
+        self.rec.share_state(self.state)
+        # ``(node id, qualified name, group)``: one-kernel function calls whose node gets
+        # ``params["function"]`` when it is made (if it is still in that group).
+        self.functions: list[tuple[int, str, int | None]] = []
         self.rec.targets(b.values, b.nodes, trace._value_storage, trace._owns_storage, trace._producer, trace._born)
         self.rec.label_all(trace._label_keep, trace._labels)
 
@@ -211,6 +219,8 @@ class NativeRecording:
         since raises :class:`LimitExceeded`; checkpoints (progress, the graph file's
         size) every ``CHECKPOINT_OPS`` ops."""
         got = self._flush()
+        if self.functions:  # every row is a node now
+            self._name_functions()
         if got is None:  # nothing new (most calls)
             return
         late, shares, later, limit, error = got
@@ -228,7 +238,7 @@ class NativeRecording:
             if trace.limit_error is None:
                 trace.limit_error = exc
             raise exc
-        if len(nodes) >= self._next_checkpoint:
+        if len(nodes) >= self.next_checkpoint:
             every = self._every
             while (self._checkpointed + 1) * every <= len(nodes):
                 self._checkpointed += 1
@@ -237,7 +247,15 @@ class NativeRecording:
                     trace._checkpoint(self._checkpointed * every)
                 finally:
                     self.rec.resume()
-            self._next_checkpoint = (self._checkpointed + 1) * every
+            self.next_checkpoint = (self._checkpointed + 1) * every
+
+    def _name_functions(self) -> None:
+        nodes = self.trace.b.nodes
+        for nid, qualified, group in self.functions:
+            node = nodes[nid]
+            if node.group == group:
+                node.params["function"] = qualified
+        self.functions.clear()
 
     def _statistics(self, later: list, shares: list) -> None:
         """Parameters waiting for after the graph, and views sharing statistics Python
