@@ -180,7 +180,6 @@ class TorchTrace(TraceValues, TraceFrames):
         # Per module class: its groups' attributes (a template) and the name of one without a path.
         self._class_attrs: dict[type, tuple[dict[str, Any], str]] = {}
         self._addr_frame: dict[tuple[int, int], int] = {}  # by (id(code), lasti)
-        self._positions: dict[Any, list] = {}
         # Autograd: set track_autograd while the forward of a training step runs.
         self.track_autograd = False
         self.autograd = BackwardMirror(self.b, self._labels)

@@ -5,6 +5,7 @@ classes and functions (the :class:`TraceFrames` part of the trace)."""
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 
@@ -17,6 +18,9 @@ from ..worker.workspace_files import WorkspaceFiles
 
 _UNSEEN = object()
 _LIBRARY_FILES: list[LibraryFiles] = []
+# Each code object's instruction positions, for every trace of the process: listing them
+# costs ~70 us for a transformers forward, once per code object instead of per capture.
+_POSITIONS: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
 
 def library_files() -> LibraryFiles:
@@ -41,7 +45,6 @@ class TraceFrames:
     _code_kind: dict[int, tuple[str, bool] | None]
     _codes: list[Any]
     _addr_frame: dict[tuple[int, int], int]
-    _positions: dict[Any, list]
 
     # ------------------------------------------------------------------ frames
 
@@ -121,12 +124,13 @@ class TraceFrames:
         return self.b.frame(Frame(lib, code.co_firstlineno, 0, fn.__qualname__, True)) if lib is not None else None
 
     def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
-        positions = self._positions.get(code)
+        positions = _POSITIONS.get(code)
         if positions is None:
             try:
-                positions = self._positions[code] = list(code.co_positions())
+                positions = list(code.co_positions())
             except Exception:
-                positions = self._positions[code] = []
+                positions = []
+            _POSITIONS[code] = positions
         pline, column = code_position(code, lasti, positions)
         line = pline or lineno
         fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))

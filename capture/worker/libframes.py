@@ -175,6 +175,9 @@ def environment() -> Environment:
 
 
 _CLASS_LINES: dict[str, dict[str, int]] = {}
+# The real path of each module file class_location was asked about (a module file does not
+# move while the process lives).
+_REAL_PATHS: dict[str, str] = {}
 
 
 def class_location(cls: type) -> tuple[str, int] | None:
@@ -186,7 +189,9 @@ def class_location(cls: type) -> tuple[str, int] | None:
     filename = getattr(mod, "__file__", None)
     if not isinstance(filename, str) or not filename.endswith(".py"):
         return None
-    real = os.path.realpath(filename)
+    real = _REAL_PATHS.get(filename)
+    if real is None:  # ~50 us of system calls each time: once per module file
+        real = _REAL_PATHS[filename] = os.path.realpath(filename)
     if real.startswith(_CAPTURE_PACKAGE + os.sep):
         return None
     line = getattr(cls, "__firstlineno__", None)
