@@ -94,12 +94,9 @@ class FunctionCalls(TorchFunctionMode):
         super().__init__()
         self.trace = trace
         self._names: dict[Any, tuple[str, str] | None] = {}
-        # The native recorder's rows into the node list before it is read (None: the
-        # Python path, whose nodes are made as the ops run).
-        native = getattr(trace, "_native", None)
-        self._native = native
-        self._sync = native.sync if native is not None else None
-        self._data_of = native.data_of if native is not None else None
+        # The native recorder (capture.torch.native.recording.NativeRecording) when it
+        # records, else None: the Python path, whose nodes are made as the ops run.
+        self._native = getattr(trace, "_native", None)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if kwargs is None:
@@ -114,20 +111,14 @@ class FunctionCalls(TorchFunctionMode):
                 pass
         if names is None:
             return func(*args, **kwargs)
-        if self._native is not None:
-            return self._native_call(names, func, args, kwargs)
+        native = self._native
+        if native is not None:
+            return self._native_call(native, names, func, args, kwargs)
         trace = self.trace
         b = trace.b
         nodes = b.nodes
-        sync = self._sync
-        if sync is not None:
-            sync()
         start, groups_before, parent = len(nodes), len(b.groups), trace.current_group
         out = func(*args, **kwargs)
-        if sync is not None:
-            if names[0] == _DATA and args:
-                self._data_of(args[0], out)  # type: ignore[misc]
-            sync()
         end = len(nodes)
         if end > start:
             if end == start + 1 and len(b.groups) == groups_before:
@@ -137,21 +128,15 @@ class FunctionCalls(TorchFunctionMode):
                 if node.group == parent and node.op not in BOUNDARY_OPS and trace.current_group == parent:
                     node.params["function"] = names[0]
                     return out
-            try:
-                # The caller's frame (this frame's caller, as when the call started).
-                self._ran(names, start, groups_before, parent, sys._getframe(1))
-            except LimitExceeded as exc:
-                if trace.limit_error is None:
-                    trace.limit_error = exc
-                raise
+            # The caller's frame (this frame's caller, as when the call started).
+            self._ran(names, start, groups_before, parent, sys._getframe(1))
         return out
 
-    def _native_call(self, names: tuple[str, str], func: Any, args: tuple, kwargs: dict) -> Any:
+    def _native_call(self, native: Any, names: tuple[str, str], func: Any, args: tuple, kwargs: dict) -> Any:
         """A call under the native recorder: its rows are counted, not turned into
         nodes (``NativeRecording.state``); the node list is read only for a call that
         ran two kernels or more (a possible group)."""
         trace = self.trace
-        native = self._native
         state = native.state
         b = trace.b
         start, groups_before, parent = state[0], len(b.groups), trace.current_group
@@ -169,15 +154,20 @@ class FunctionCalls(TorchFunctionMode):
             native.functions.append((start, names[0], parent))
             return out
         native.sync()
-        try:
-            self._ran(names, start, groups_before, parent, sys._getframe(2))
-        except LimitExceeded as exc:
-            if trace.limit_error is None:
-                trace.limit_error = exc
-            raise
+        self._ran(names, start, groups_before, parent, sys._getframe(2))
         return out
 
     def _ran(self, names: tuple[str, str], start: int, groups_before: int, parent: int | None, caller: Any) -> None:
+        """A call that ran kernels ``start`` on: a function group, or its one kernel
+        named (a limit reached making the group is kept as the trace's ``limit_error``)."""
+        try:
+            self._group(names, start, groups_before, parent, caller)
+        except LimitExceeded as exc:
+            if self.trace.limit_error is None:
+                self.trace.limit_error = exc
+            raise
+
+    def _group(self, names: tuple[str, str], start: int, groups_before: int, parent: int | None, caller: Any) -> None:
         trace = self.trace
         b = trace.b
         nodes = b.nodes

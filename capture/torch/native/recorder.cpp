@@ -299,12 +299,13 @@ class Recorder {
   std::string fail_kind, fail_what;
   int64_t fail_limit = 0, fail_got = 0;
   std::string error;  // an unexpected error inside the callback
-  // Two int64s Python reads without a call (an array.array it owns, kept alive here):
-  // [0] the node count recorded so far (flushed or not), [1] nonzero when a flush has
-  // more for Python than rows (a limit reached, an error, statistics hand-overs, late
-  // outputs). The function mode reads them around every torch call instead of flushing.
+  // Two int64s Python reads without a call (an array.array it owns; the buffer view held
+  // here keeps it alive and unresizable): [0] the node count recorded so far (flushed or
+  // not), [1] nonzero when a flush has more for Python than rows (a limit reached, an
+  // error, statistics hand-overs, late outputs). The function mode reads them around
+  // every torch call instead of flushing.
   int64_t* state = nullptr;
-  py::object state_keep;
+  std::unique_ptr<py::buffer_info> state_view;
 
   void note() {
     if (state == nullptr) return;
@@ -1620,10 +1621,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       })
       .def("share_state", [](PyRecorder& self, py::object buffer) {
         // The state Python reads (Recorder::state): a writable buffer of two int64s.
-        py::buffer_info info = py::buffer(buffer).request(true);
-        if (info.itemsize != 8 || info.size != 2) throw std::invalid_argument("the state needs two 8-byte items");
-        self.r->state = static_cast<int64_t*>(info.ptr);
-        self.r->state_keep = buffer;
+        auto view = std::make_unique<py::buffer_info>(py::buffer(buffer).request(true));
+        if (view->itemsize != 8 || view->size != 2) throw std::invalid_argument("the state needs two 8-byte items");
+        self.r->state = static_cast<int64_t*>(view->ptr);
+        self.r->state_view = std::move(view);
         self.r->note();
       })
       .def("known", [](PyRecorder& self, py::object t) {
