@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 from itertools import chain, compress, cycle, filterfalse, repeat
-from operator import attrgetter, length_hint, sub as sub_
+from operator import length_hint, sub as sub_
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -487,7 +487,7 @@ def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[i
              parent: int, routed: frozenset[int], classes: list[Any]) -> tuple[int, dict[int, int]] | None:
     """``(V, moves)`` (see :func:`_same_values`) when the blocks of ``run`` repeat the first
     (``classes``: :func:`_classes` of the capture's groups)."""
-    cols, groups = index.cols, capture.groups
+    cols = index.cols
     k, c0 = len(run), run[0]
     g_step = run[1] - c0
     m = index.node_count[c0 + 1]
@@ -511,7 +511,7 @@ def _repeats(capture: Any, index: Any, labels: list[str], is_weight: Callable[[i
     par = index.parent[c0:g_end]
     if list(map(sub_, par[g_step:], par[:-g_step])) != ([0] + [g_step] * (g_step - 1)) * (k - 1):
         return None
-    kinds = index.kinds[c0:g_end] if hasattr(index, "kinds") else list(map(attrgetter("kind"), groups[c0:g_end]))
+    kinds = index.kinds[c0:g_end]
     run_classes = classes[c0:g_end]
     if kinds[g_step:] != kinds[:-g_step] or any(c is _NOT_MAP for c in run_classes):
         return None

@@ -147,6 +147,11 @@ class Tied(nn.Module):
 X = tensor([2, 3, 8])  # three dimensions: each Linear reshapes on its way in and out (elided)
 
 
+def each_torch_model(test: Any) -> Any:
+    """A test run on each of the Torch models above (slow: they are captured in a worker)."""
+    return pytest.mark.torch(pytest.mark.slow(pytest.mark.parametrize("model", ["Deep", "Nested", "OneDiffers", "Tied"])(test)))
+
+
 @pytest.fixture(scope="module")
 def torch_captures(tmp_path_factory) -> Iterator[dict[str, Any]]:
     pytest.importorskip("torch")
@@ -330,9 +335,7 @@ def same_answers(cap: Any) -> dict[str, bytes]:
     return now
 
 
-@pytest.mark.torch
-@pytest.mark.slow
-@pytest.mark.parametrize("model", ["Deep", "Nested", "OneDiffers", "Tied"])
+@each_torch_model
 def test_a_torch_model_with_repeated_blocks_gets_the_same_answers(torch_captures, model):
     cap = torch_captures[model]
     got = same_answers(cap)
@@ -414,9 +417,7 @@ def _reference_presentation(cap: Any, ix: GraphIndex) -> tuple[frozenset[int], f
     return cards, frozenset(elided)
 
 
-@pytest.mark.torch
-@pytest.mark.slow
-@pytest.mark.parametrize("model", ["Deep", "Nested", "OneDiffers", "Tied"])
+@each_torch_model
 def test_the_elided_ops_and_function_cards_are_those_of_the_rules(torch_captures, model):
     cap = torch_captures[model]
     ix = GraphIndex(cap)
