@@ -9,6 +9,8 @@ machine without g++ and ninja skips these tests with that reason (CI installs bo
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -495,6 +497,37 @@ def test_a_compiled_module_runs_eagerly_while_the_native_recorder_records(native
     # recorded eagerly (one graph compiled after the recording, when compiled code runs again)
     assert proc.stdout.split()[:2] == ["native", "1"], proc.stdout
     assert "['aten::t', 'aten::addmm', 'aten::t', 'aten::addmm']" in proc.stdout
+
+
+def test_a_finished_build_is_imported_without_cpp_extension_or_ninja(native):
+    """A worker's first capture loads the cached build straight from its library: neither
+    ``torch.utils.cpp_extension`` (setuptools, ~0.15 s) nor a ninja run."""
+    code = ("import sys, torch; from capture.torch import native; m = native.load(wait=False); "
+            "print(m.__file__); print('torch.utils.cpp_extension' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=str(HERE.parents[1]), env={**os.environ, ENV: "native"})
+    assert proc.returncode == 0, proc.stderr
+    library, imported = proc.stdout.split()
+    assert Path(library).parent == native_pkg.cache_dir() and Path(library).name.startswith(native_pkg._name())
+    assert imported == "False"
+
+
+def test_a_ready_mark_of_another_source_is_not_imported(native, tmp_path):
+    """The ``ready`` mark names the source's digest: a folder whose mark names another
+    (written by hand, or half-copied), or has none, is built, not imported as it stands.
+    (Nothing is imported here: a second copy of the library in this process would be
+    another recorder.)"""
+    folder = native_pkg.cache_dir()
+    assert (folder / "ready").read_text(encoding="utf-8") == native_pkg._digest()
+    other = tmp_path / "other"
+    other.mkdir()
+    for f in folder.iterdir():
+        if f.is_file():
+            (other / f.name).write_bytes(f.read_bytes())
+    (other / "ready").write_text("0" * 64, encoding="utf-8")
+    assert native_pkg._import_built(other) is None
+    (other / "ready").unlink()
+    assert native_pkg._import_built(other) is None
 
 
 def test_a_cache_folder_others_can_write_is_not_loaded_from(monkeypatch, tmp_path):

@@ -130,6 +130,28 @@ def _build(folder: Path) -> Any:
         return module
 
 
+def _import_built(folder: Path) -> Any:
+    """The module a finished build left in ``folder`` (its ``ready`` mark names this
+    source's digest), imported straight from its library: no ``torch.utils.cpp_extension``
+    (which imports setuptools) and no ninja run, ~0.15 s of every worker's first capture.
+    None when there is no such build: :func:`_build` then compiles or loads it."""
+    import importlib.util
+
+    try:
+        ready = (folder / "ready").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    library = folder / f"{_name()}{'.pyd' if os.name == 'nt' else '.so'}"
+    if ready != _digest() or not library.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(_name(), library)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _building(folder: Path) -> bool:
     """Whether another process holds the folder's lock (a build under way)."""
     import fcntl
@@ -203,7 +225,9 @@ def load(wait: bool) -> Any:
             start_background_build(folder)
             raise NativeUnavailable(f"{NOT_BUILT}; it is being built in the background (log: "
                                     f"{folder / 'build.log'}); this capture used the Python recorder")
-    module = _build(folder)
+    module = _import_built(folder) if ready else None
+    if module is None:
+        module = _build(folder)
     _loaded.append(module)
     return module
 
