@@ -46,7 +46,10 @@ Torch is imported at module level: this is one of the worker's framework modules
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+import sys
+import types
+from contextlib import contextmanager
+from typing import Any, Iterator, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -470,7 +473,7 @@ class TorchCosts:
             out = outs[0] if len(outs) == 1 else tuple(outs)
             if kind == "decomposed":
                 counter = _Decomposition(self)
-                with counter:
+                with _dynamo_not_imported(), counter:
                     self.decompositions[op](*args, **kwargs)
                 self._flop_kinds.setdefault(node.op, self.kind_of(node.op, kind, counter.kinds))
                 return _fits(counter.flops), kind
@@ -590,6 +593,45 @@ def conv_flops(op: Any, args: tuple, kwargs: dict, out: Any) -> int:
     return 2 * (x.numel() if transposed else result.numel()) * per_product
 
 
+@contextmanager
+def _dynamo_not_imported() -> Iterator[None]:
+    """Run a decomposition without importing ``torch._dynamo`` for it.
+
+    ``torch._refs`` wraps many references in ``torch._disable_dynamo``, whose wrapper
+    imports ``torch._dynamo`` on its first call (1.5-2 s: most of a plain Torch model's
+    first capture after its forward, for nanoGPT's ``layer_norm``) only to make
+    ``torch._dynamo.disable(fn)``: a function that keeps Dynamo out of ``fn``'s frames.
+    With Dynamo not loaded nothing is compiling, so calling ``fn`` itself does the same.
+    While the block runs, ``torch._dynamo`` is a stand-in whose ``disable`` returns ``fn``;
+    afterwards the stand-in is gone and every wrapper it answered forgets that answer, so
+    a later call (a model compiling after the capture) imports the real Dynamo and wraps
+    as before. Where Dynamo is already loaded (``transformers`` imports it) this does
+    nothing."""
+    if "torch._dynamo" in sys.modules:
+        yield
+        return
+    answered: list[Any] = []
+
+    def disable(fn: Any, recursive: bool = True, wrapping: bool = True, **_: Any) -> Any:
+        answered.append(fn)
+        return fn
+
+    stand_in = types.ModuleType("torch._dynamo", "a stand-in while a decomposition is counted (capture.torch.cost)")
+    stand_in.disable = disable  # type: ignore[attr-defined]
+    sys.modules["torch._dynamo"] = stand_in
+    torch._dynamo = stand_in  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if sys.modules.get("torch._dynamo") is stand_in:
+            del sys.modules["torch._dynamo"]
+        if torch.__dict__.get("_dynamo") is stand_in:
+            del torch._dynamo  # type: ignore[attr-defined]
+        for fn in answered:
+            if getattr(fn, "__dict__", {}).get("__dynamo_disable") is fn:
+                del fn.__dynamo_disable
+
+
 class _Decomposition(TorchDispatchMode):
     """Counts the ops a decomposition dispatches (on meta tensors) by the same rules."""
 
@@ -598,6 +640,15 @@ class _Decomposition(TorchDispatchMode):
         self.costs = costs
         self.flops = 0
         self.kinds: set[str] = set()  # of the ops counted (KINDS)
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # PyTorch wraps a mode's __torch_dispatch__ in torch._disable_dynamo by default,
+        # which imports torch._dynamo on the first call: 1.5-2 s of the first eager
+        # capture with a decomposed op (nanoGPT's layer_norm) spent importing a compiler
+        # nothing here uses. This mode only runs in the cost pass, after the forward, on
+        # meta tensors: never in a frame torch.compile could trace.
+        return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -188,3 +188,51 @@ def test_flop_counter_mode_s_total_is_matched_by_its_kinds(ws):
             == counter.get_total_flops() > 0
         assert kinds.get("pointwise", 0) > 0 and kinds.get("reduction/norm", 0) > 0, kinds
         assert cap.cost.notes["kinds"]["aten::addmm"] == "matmul"
+
+
+_NO_DYNAMO = r'''
+import sys, torch
+from capture.torch import cost
+from capture.torch.trace import TorchTrace
+from capture.worker.workspace_files import WorkspaceFiles
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.Softmax(-1)).eval()
+trace = TorchTrace(WorkspaceFiles(sys.argv[1]), stats=False)
+trace.label_module(model)
+with torch.no_grad(), trace.recording():
+    model(torch.randn(2, 8))
+trace.finish()
+capture = trace.build(scope="eager_forward", inputs=None, outputs=None)
+assert "torch._dynamo" not in sys.modules
+first = cost.count(capture)
+print("after the cost pass:", "torch._dynamo" in sys.modules, "_dynamo" in torch.__dict__)
+import torch._dynamo  # the real one: the references' wrappers work as before
+second = cost.count(capture)
+print("same flops:", first.flops == second.flops, "decomposed:", [capture.nodes[i].op for i, r in
+      enumerate(first.rule) if first.rules[r] == "decomposed"])
+a = torch.randn(3)
+print("a reference after:", bool(torch.equal(torch._refs.div(a, 2.0), a / 2.0)))
+'''
+
+
+@pytest.mark.slow
+def test_counting_a_decomposition_does_not_import_dynamo(tmp_path):
+    """A plain Torch model's first capture: counting ``layer_norm`` and ``softmax`` by
+    their decompositions runs ``torch._refs``, whose wrappers would import
+    ``torch._dynamo`` (1.5-2 s) on their first call. Nothing is imported, the figures are
+    those counted with Dynamo loaded, and the references work as before afterwards."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", _NO_DYNAMO, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, cwd=str(root), env={**os.environ, "PYTHONPATH": str(root),
+                                                          "TENSORVIZ_TORCH_RECORDER": "python"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "after the cost pass: False False"
+    assert lines[1] == "same flops: True decomposed: ['aten::native_layer_norm', 'aten::_softmax']"
+    assert lines[2] == "a reference after: True"
