@@ -13,7 +13,6 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from ..worker.errors import LimitExceeded
 
 _NoTorchFunction = torch._C.DisableTorchFunction
@@ -43,7 +42,14 @@ class _Mode(TorchDispatchMode):
             if self.trace.limit_error is None:
                 self.trace.limit_error = exc
             raise
-        except NEEDS_DATA as exc:  # only a fake tensor (an abstract capture) raises these
+        except Exception as exc:
+            # Only a fake tensor (an abstract capture) raises what needs data. The abstract
+            # module is imported here, not with this one: it imports sympy (through
+            # PyTorch's symbolic shapes), ~0.5 s of every eager capture's start otherwise.
+            from .abstract import NEEDS_DATA, data_dependent_failure, op_name
+
+            if not isinstance(exc, NEEDS_DATA):
+                raise
             trace = self.trace
             fid = trace.frame_of(sys._getframe(1))
             err = data_dependent_failure(exc, op_name(func), trace.b.frames[fid] if fid is not None else None, "forward")

@@ -527,3 +527,21 @@ def test_ops_in_the_block_that_opens_the_recording_have_its_frame(ws):
     importlib.import_module("direct").run(trace)
     frames = [trace.b.frames[n.frame] for n in trace.b.nodes]
     assert [(f.file, f.line, f.function) for f in frames] == [("direct.py", 5, "run")] * 2
+
+
+def test_the_eager_capture_imports_neither_sympy_nor_dynamo_to_start():
+    """The modules an eager capture starts with leave out what only an abstract capture
+    (sympy, through PyTorch's symbolic shapes: ~0.5 s) or torch.compile (``torch._dynamo``:
+    1.5-2 s) needs: a plain model's first capture does not wait for them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; import capture.torch.framework, capture.torch.trace, capture.torch.cost, "
+            "capture.torch.functions; print(sorted(m for m in ('sympy', 'torch._dynamo') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=str(root),
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
