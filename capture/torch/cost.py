@@ -617,19 +617,20 @@ def _dynamo_not_imported() -> Iterator[None]:
         return fn
 
     stand_in = types.ModuleType("torch._dynamo", "a stand-in while a decomposition is counted (capture.torch.cost)")
-    stand_in.disable = disable  # type: ignore[attr-defined]
+    vars(stand_in)["disable"] = disable
     sys.modules["torch._dynamo"] = stand_in
-    torch._dynamo = stand_in  # type: ignore[attr-defined]
+    vars(torch)["_dynamo"] = stand_in
     try:
         yield
     finally:
         if sys.modules.get("torch._dynamo") is stand_in:
             del sys.modules["torch._dynamo"]
-        if torch.__dict__.get("_dynamo") is stand_in:
-            del torch._dynamo  # type: ignore[attr-defined]
+        if vars(torch).get("_dynamo") is stand_in:
+            del vars(torch)["_dynamo"]
         for fn in answered:
-            if getattr(fn, "__dict__", {}).get("__dynamo_disable") is fn:
-                del fn.__dynamo_disable
+            own = getattr(fn, "__dict__", None)
+            if own is not None and own.get("__dynamo_disable") is fn:
+                del own["__dynamo_disable"]
 
 
 class _Decomposition(TorchDispatchMode):

@@ -248,8 +248,12 @@ class TorchTrace(TraceValues, TraceFrames):
             raise RuntimeError("this trace is already recording")
         native = self._native_recording()
         mm = torch.nn.modules.module
-        pre = mm.register_module_forward_pre_hook(self._guard(self._pre_hook))
-        post = mm.register_module_forward_hook(self._guard(self._post_hook), always_call=True)
+        # The native recorder's hooks are its own (C++, the same groups as _pre_hook and
+        # _post_hook); the Python path's are these methods, guarded.
+        pre_hook, post_hook = native.hooks() if native is not None else (self._guard(self._pre_hook),
+                                                                          self._guard(self._post_hook))
+        pre = mm.register_module_forward_pre_hook(pre_hook)
+        post = mm.register_module_forward_hook(post_hook, always_call=True)
         self._active = True
         # The trace allocates ~10 small objects per op: enough to trigger full cyclic
         # collections, each walking every object of torch and the model (~0.1 s per
@@ -454,6 +458,11 @@ class TorchTrace(TraceValues, TraceFrames):
             if not self.abstract:
                 g.attrs["result_bytes"] = measured_fields(self.b.values[vid])["bytes"]
             return
+        self._group_outputs(gid, output)
+
+    def _group_outputs(self, gid: int, output: Any) -> None:
+        """A module call's result that is not one tensor: its structure as the group's
+        ``outputs`` (when small enough) and its tensors' bytes."""
         try:
             tree = self.structure(output)
         except LimitExceeded:

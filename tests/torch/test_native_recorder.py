@@ -238,6 +238,53 @@ class LastAfterWrite(nn.Module):
         return y.relu()
 
 
+class _CallsShared(nn.Module):
+    def __init__(self, shared: nn.Module) -> None:
+        super().__init__()
+        self.inner = shared  # also the parent's own "shared": that path is its name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x).tanh()
+
+
+class _DictResult(nn.Module):
+    def forward(self, x: torch.Tensor) -> dict[str, Any]:
+        return {"y": x * 2, "n": 3, "pair": (x.sum(), None)}
+
+
+class _NoResult(nn.Module):
+    def forward(self, x: torch.Tensor) -> None:
+        x.abs()
+
+
+class ModuleCalls(nn.Module):
+    """Module groups named and closed every way the hooks know: nested containers, a
+    module shared by two parents (called from the one whose path it does not have), one
+    made in the forward (no path: its class name), results that are a dict, None and one
+    tensor, and a module whose forward raises inside another that catches it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared = nn.Linear(8, 8)
+        self.blocks = nn.ModuleDict({"a": nn.Sequential(nn.Linear(8, 8), nn.GELU()), "b": nn.Sequential(nn.Linear(8, 8))})
+        self.user = _CallsShared(self.shared)
+        self.dicty = _DictResult()
+        self.nothing = _NoResult()
+        self.fails = Raises()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.blocks["a"](x) + self.blocks["b"](x)
+        x = self.user(x)
+        d = self.dicty(x)
+        self.nothing(x)
+        try:
+            self.fails(x[:, :4])
+        except RuntimeError:
+            pass
+        made_here = nn.Identity()
+        return made_here(d["y"]) + self.shared(x)
+
+
 PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "in-place ops and writes through views": (InPlace, lambda: (torch.randn(2, 8),)),
     "views and their statistics": (Views, lambda: (torch.randn(3, 6),)),
@@ -250,6 +297,7 @@ PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "NaN, inf, cancellation, half precision, empty": (Odd, lambda: (torch.randn(4, 5),)),
     "attention": (Sdpa, lambda: (torch.randn(1, 3, 8),)),
     "a one-kernel call last, after a write through a view": (LastAfterWrite, lambda: (torch.randn(2, 3),)),
+    "module calls named and closed every way": (ModuleCalls, lambda: (torch.randn(2, 8),)),
 }
 
 
@@ -295,7 +343,7 @@ def test_parameters_measured_later_wait_the_same_way(native, monkeypatch):
     assert got[0] == got[1] and got[0]
 
 
-@pytest.mark.parametrize("limit", ["max_ops", "max_values"])
+@pytest.mark.parametrize("limit", ["max_ops", "max_values", "max_groups"])
 def test_a_limit_reached_mid_forward_stops_the_capture_the_same_way(native, limit, monkeypatch):
     errors = []
     for recorder in ("python", "native"):
@@ -499,6 +547,7 @@ def test_a_compiled_module_runs_eagerly_while_the_native_recorder_records(native
     assert "['aten::t', 'aten::addmm', 'aten::t', 'aten::addmm']" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_finished_build_is_imported_without_cpp_extension_or_ninja(native):
     """A worker's first capture loads the cached build straight from its library: neither
     ``torch.utils.cpp_extension`` (setuptools, ~0.15 s) nor a ninja run."""

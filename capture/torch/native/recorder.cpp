@@ -921,6 +921,202 @@ class Recorder {
     return top_frame;
   }
 
+  // ------------------------------------------------------------ module hooks
+  //
+  // TorchTrace._pre_hook and _post_hook (with the guard around them and
+  // NativeRecording.top after them) for a native recording: the same groups, names,
+  // attributes, frames and stack entries, made here rather than by three Python frames
+  // and a context manager per hook call (~10 us of Python per module call). What is
+  // rare stays in Python: a module class seen the first time (its template), the groups
+  // limit, a result that is not one tensor, a sync with more than rows to hand over.
+  struct Hooks {
+    py::object paths, calls, class_attrs, stack, groups, values, frames;  // the trace's own
+    py::object class_template_cb, limit_cb, sync_cb, tree_cb;
+    py::object tensor_type, module_kind, outputs_key, value_key, bytes_key, bytes_key_result, path_key, call_key,
+        frame_key, attrs_name, measured_name, library_name;
+    Maker group_cls;
+    int64_t max_groups = 0;
+  } hooks;
+  std::vector<int8_t> frame_library;  // per frame id: -1 not read yet, else Frame.library
+
+  bool library_frame(int64_t fid) {
+    if (fid < 0) return false;
+    if (static_cast<size_t>(fid) >= frame_library.size()) frame_library.resize(fid + 1, -1);
+    int8_t& known = frame_library[fid];
+    if (known < 0) {
+      PyObject* f = PyList_GetItem(hooks.frames.ptr(), fid);  // borrowed
+      if (!f) throw py::error_already_set();
+      PyObject* lib = PyObject_GetAttr(f, hooks.library_name.ptr());
+      if (!lib) throw py::error_already_set();
+      int truth = PyObject_IsTrue(lib);
+      Py_DECREF(lib);
+      if (truth < 0) throw py::error_already_set();
+      known = static_cast<int8_t>(truth);
+    }
+    return known == 1;
+  }
+
+  // NativeRecording.top: the innermost open group and module call, from the trace's stack.
+  void top_from_stack() {
+    PyObject* stack = hooks.stack.ptr();
+    Py_ssize_t n = PyList_GET_SIZE(stack);
+    if (n == 0) {
+      group = -1;
+      top = Frame{};
+      return;
+    }
+    PyObject* e = PyList_GET_ITEM(stack, n - 1);
+    group = PyLong_AsLongLong(PyTuple_GET_ITEM(e, 0));
+    PyObject* fr = PyTuple_GET_ITEM(e, 3);
+    top.stop = fr == Py_None ? nullptr : reinterpret_cast<PyFrameObject*>(fr);
+    PyObject* fid = PyTuple_GET_ITEM(e, 4);
+    top.stop_fid = fid == Py_None ? -1 : PyLong_AsLongLong(fid);
+    top.stop_lib = library_frame(top.stop_fid);
+  }
+
+  static bool truthy_str(PyObject* o) { return o != Py_None && PyUnicode_Check(o) && PyUnicode_GET_LENGTH(o) > 0; }
+
+  void pre_hook(PyObject* module) {
+    try {
+      open_module(module);
+    } catch (...) {
+      top_from_stack();
+      throw;
+    }
+    top_from_stack();
+  }
+
+  void open_module(PyObject* module) {
+    py::object key = py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(module));  // id(module)
+    PyObject* path = PyDict_GetItemWithError(hooks.paths.ptr(), key.ptr());
+    if (!path) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      path = Py_None;
+    }
+    PyObject* seen = PyDict_GetItemWithError(hooks.calls.ptr(), key.ptr());
+    if (!seen && PyErr_Occurred()) throw py::error_already_set();
+    py::object call = py::int_(seen ? PyLong_AsLongLong(seen) + 1 : 0);
+    if (PyDict_SetItem(hooks.calls.ptr(), key.ptr(), call.ptr()) < 0) throw py::error_already_set();
+    PyObject* stack = hooks.stack.ptr();
+    Py_ssize_t depth = PyList_GET_SIZE(stack);
+    PyObject* parent = Py_None;
+    PyObject* parent_path = Py_None;
+    if (depth) {
+      PyObject* e = PyList_GET_ITEM(stack, depth - 1);
+      parent = PyTuple_GET_ITEM(e, 0);
+      parent_path = PyTuple_GET_ITEM(e, 1);
+    }
+    PyObject* cls = reinterpret_cast<PyObject*>(Py_TYPE(module));
+    py::object tmpl = py::reinterpret_borrow<py::object>(PyDict_GetItemWithError(hooks.class_attrs.ptr(), cls));
+    if (!tmpl) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      tmpl = hooks.class_template_cb(py::handle(cls));  // made and kept by the trace
+    }
+    PyObject* tmpl_attrs = PyTuple_GetItem(tmpl.ptr(), 0);
+    if (!tmpl_attrs) throw py::error_already_set();
+    py::object name;
+    if (!truthy_str(path)) {
+      name = py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(tmpl.ptr(), 1));
+    } else {
+      Py_ssize_t plen = truthy_str(parent_path) ? PyUnicode_GET_LENGTH(parent_path) : -1;
+      if (plen > 0 && PyUnicode_GET_LENGTH(path) > plen && PyUnicode_READ_CHAR(path, plen) == '.' &&
+          PyUnicode_Tailmatch(path, parent_path, 0, plen, -1) == 1) {
+        name = py::reinterpret_steal<py::object>(PyUnicode_Substring(path, plen + 1, PyUnicode_GET_LENGTH(path)));
+        if (!name) throw py::error_already_set();
+      } else {
+        name = py::reinterpret_borrow<py::object>(path);
+      }
+    }
+    py::object attrs = py::reinterpret_steal<py::object>(PyDict_Copy(tmpl_attrs));
+    if (!attrs) throw py::error_already_set();
+    if (PyDict_SetItem(attrs.ptr(), hooks.path_key.ptr(), path) < 0 ||
+        PyDict_SetItem(attrs.ptr(), hooks.call_key.ptr(), call.ptr()) < 0)
+      throw py::error_already_set();
+    // The module-call frame the hook is called from (what sys._getframe(2) is to the
+    // Python hook): the ops of this call run below it.
+    PyFrameObject* entry = PyEval_GetFrame();
+    int64_t fid = frame_of(entry);
+    py::object fid_obj = fid >= 0 ? py::object(py::int_(fid)) : py::none();
+    if (fid >= 0 && PyDict_SetItem(attrs.ptr(), hooks.frame_key.ptr(), fid_obj.ptr()) < 0)
+      throw py::error_already_set();
+    PyObject* groups = hooks.groups.ptr();
+    Py_ssize_t gid = PyList_GET_SIZE(groups);
+    if (gid >= hooks.max_groups) hooks.limit_cb(gid);  // raises LimitExceeded
+    py::object gid_obj = py::int_(gid);
+    PyObject* fields[5] = {gid_obj.ptr(), hooks.module_kind.ptr(), name.ptr(), parent, attrs.ptr()};
+    py::object g = py::reinterpret_steal<py::object>(hooks.group_cls.make(fields, 5));
+    if (PyList_Append(groups, g.ptr()) < 0) throw py::error_already_set();
+    py::object entry_obj = entry ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(entry)) : py::none();
+    py::tuple item = py::make_tuple(gid_obj, py::reinterpret_borrow<py::object>(path == Py_None ? parent_path : path),
+                                    key, entry_obj, fid_obj);
+    if (PyList_Append(stack, item.ptr()) < 0) throw py::error_already_set();
+  }
+
+  void post_hook(PyObject* module, PyObject* output) {
+    try {
+      close_module(module, output);
+    } catch (...) {
+      top_from_stack();
+      throw;
+    }
+    top_from_stack();
+  }
+
+  int64_t value_bytes(int64_t vid) {
+    if (vid >= values_base) return values[vid - values_base].bytes;
+    PyObject* v = PyList_GetItem(hooks.values.ptr(), vid);
+    if (!v) throw py::error_already_set();
+    py::object measured = py::reinterpret_steal<py::object>(PyObject_GetAttr(v, hooks.measured_name.ptr()));
+    if (!measured) throw py::error_already_set();
+    return measured[hooks.bytes_key].cast<int64_t>();
+  }
+
+  void close_module(PyObject* module, PyObject* output) {
+    py::object key = py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(module));
+    PyObject* stack = hooks.stack.ptr();
+    Py_ssize_t n = PyList_GET_SIZE(stack);
+    auto owner_is_key = [&](Py_ssize_t i) {
+      int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(PyList_GET_ITEM(stack, i), 2), key.ptr(), Py_EQ);
+      if (eq < 0) throw py::error_already_set();
+      return eq == 1;
+    };
+    int64_t gid;
+    if (n && owner_is_key(n - 1)) {
+      gid = PyLong_AsLongLong(PyTuple_GET_ITEM(PyList_GET_ITEM(stack, n - 1), 0));
+      if (PyList_SetSlice(stack, n - 1, n, nullptr) < 0) throw py::error_already_set();
+    } else {
+      Py_ssize_t at = -1;
+      for (Py_ssize_t i = 0; i < n; ++i)
+        if (owner_is_key(i)) at = i;
+      if (at < 0) return;
+      // the innermost open call of this module, and every group left open inside it
+      gid = PyLong_AsLongLong(PyTuple_GET_ITEM(PyList_GET_ITEM(stack, at), 0));
+      if (PyList_SetSlice(stack, at, n, nullptr) < 0) throw py::error_already_set();
+    }
+    if (output == Py_None) return;
+    if (reinterpret_cast<PyObject*>(Py_TYPE(output)) != hooks.tensor_type.ptr()) {
+      hooks.tree_cb(gid, py::handle(output));  // a tuple, a dict, a model output...
+      return;
+    }
+    int64_t vid;
+    {
+      at::RecordFunctionGuard no_record(false);
+      vid = value_of(THPVariable_Unpack(output));
+    }
+    note();
+    if (state != nullptr && state[1]) hooks.sync_cb();  // a limit raises there, as in a sync
+    if (vid < 0) return;
+    PyObject* g = PyList_GetItem(hooks.groups.ptr(), gid);
+    if (!g) throw py::error_already_set();
+    py::object attrs = py::reinterpret_steal<py::object>(PyObject_GetAttr(g, hooks.attrs_name.ptr()));
+    if (!attrs) throw py::error_already_set();
+    py::dict outputs;
+    outputs[hooks.value_key] = py::int_(vid);
+    if (PyDict_SetItem(attrs.ptr(), hooks.outputs_key.ptr(), outputs.ptr()) < 0) throw py::error_already_set();
+    py::object nbytes = py::int_(value_bytes(vid));
+    if (PyDict_SetItem(attrs.ptr(), hooks.bytes_key_result.ptr(), nbytes.ptr()) < 0) throw py::error_already_set();
+  }
+
   // ------------------------------------------------------------ the callback
 
   void start_event(const at::RecordFunction& fn) {
@@ -1626,6 +1822,41 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         self.r->state = static_cast<int64_t*>(view->ptr);
         self.r->state_view = std::move(view);
         self.r->note();
+      })
+      .def("set_hooks", [](PyRecorder& self, py::dict cfg) {
+        auto& h = self.r->hooks;
+        for (const char* k : {"paths", "calls", "class_attrs", "stack", "groups", "values", "frames"})
+          if (!PyList_Check(cfg[k].ptr()) && !PyDict_Check(cfg[k].ptr()))
+            throw std::invalid_argument(std::string("set_hooks: ") + k + " must be a list or a dict");
+        h.paths = cfg["paths"];
+        h.calls = cfg["calls"];
+        h.class_attrs = cfg["class_attrs"];
+        h.stack = cfg["stack"];
+        h.groups = cfg["groups"];
+        h.values = cfg["values"];
+        h.frames = cfg["frames"];
+        h.class_template_cb = cfg["class_template"];
+        h.limit_cb = cfg["limit"];
+        h.sync_cb = cfg["sync"];
+        h.tree_cb = cfg["tree"];
+        h.tensor_type = cfg["tensor"];
+        h.group_cls.init(cfg["group"]);
+        h.max_groups = cfg["max_groups"].cast<int64_t>();
+        h.module_kind = py::str("module");
+        h.outputs_key = py::str("outputs");
+        h.value_key = py::str("value");
+        h.bytes_key = py::str("bytes");
+        h.bytes_key_result = py::str("result_bytes");
+        h.path_key = py::str("path");
+        h.call_key = py::str("call");
+        h.frame_key = py::str("frame");
+        h.attrs_name = py::str("attrs");
+        h.measured_name = py::str("measured");
+        h.library_name = py::str("library");
+      })
+      .def("pre_hook", [](PyRecorder& self, py::handle module, py::handle) { self.r->pre_hook(module.ptr()); })
+      .def("post_hook", [](PyRecorder& self, py::handle module, py::handle, py::handle output) {
+        self.r->post_hook(module.ptr(), output.ptr());
       })
       .def("known", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());

@@ -20,12 +20,14 @@ from typing import Any, Callable
 
 import torch
 
-from ...graph.model import Node, Operand, Value
+from ...graph.model import Group, Node, Operand, Value
 from ...worker.errors import LimitExceeded
 from . import NativeUnavailable, load, requested
 
 # The trace (capture.torch.trace.TorchTrace) is typed Any here: it imports this module.
 TorchTrace = Any
+
+_NoTorchFunction = torch._C.DisableTorchFunction
 
 
 def ineligible(trace: TorchTrace) -> str | None:
@@ -171,6 +173,48 @@ class NativeRecording:
         statistics = self.trace.statistics
         if statistics is not None:
             statistics.before_write(sid)
+
+    def _class_template(self, cls: type) -> tuple[dict[str, Any], str]:
+        trace = self.trace
+        with _NoTorchFunction():
+            template = trace._class_attrs[cls] = trace._class_template(cls)
+        return template
+
+    def _groups_limit(self, reached: int) -> None:
+        trace = self.trace
+        limits = trace.b.limits
+        exc = LimitExceeded("max_groups", limits.max_groups, reached + 1, "groups")
+        if trace.limit_error is None:
+            trace.limit_error = exc
+        raise exc
+
+    def _tree(self, gid: int, output: Any) -> None:
+        trace = self.trace
+        try:
+            with _NoTorchFunction():
+                trace._group_outputs(gid, output)
+        except LimitExceeded as exc:
+            if trace.limit_error is None:
+                trace.limit_error = exc
+            raise
+
+    def hooks(self) -> tuple[Callable[..., None], Callable[..., None]]:
+        """The global module pre- and post-hook of this recording: the recorder's own
+        (Recorder::pre_hook / post_hook), which make the groups of TorchTrace._pre_hook and
+        _post_hook and tell themselves the new top, with no Python frame per call; a new
+        module class, the groups limit, a result that is not one tensor, and a sync with
+        more than rows to hand over call back here."""
+        trace = self.trace
+        b = trace.b
+        self.rec.set_hooks({
+            "paths": trace._paths, "calls": trace._calls, "class_attrs": trace._class_attrs,
+            "stack": trace._stack, "groups": b.groups, "values": b.values, "frames": b.frames,
+            "class_template": _weakly(self, NativeRecording._class_template),
+            "limit": _weakly(self, NativeRecording._groups_limit),
+            "sync": _weakly(self, NativeRecording.sync), "tree": _weakly(self, NativeRecording._tree),
+            "tensor": torch.Tensor, "group": Group, "max_groups": b.limits.max_groups,
+        })
+        return self.rec.pre_hook, self.rec.post_hook
 
     # ---------------------------------------------------------------- recording
 
