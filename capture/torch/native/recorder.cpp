@@ -125,6 +125,8 @@ struct Frame {
 class Recorder;
 Recorder* active = nullptr;
 thread_local bool tl_owner = false;
+// Set while a callback runs (see Inside, below the recorder).
+thread_local bool tl_inside = false;
 at::CallbackHandle handle = 0;
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn);
@@ -1100,8 +1102,18 @@ class Recorder {
     }
     int64_t vid;
     {
-      at::RecordFunctionGuard no_record(false);
-      vid = value_of(THPVariable_Unpack(output));
+      // Not a RecordFunctionGuard: switching RecordFunction off and on rebuilds the
+      // thread's callbacks, twice per module call; an op here (none is expected) would
+      // be seen as the recorder's own, as inside a callback.
+      bool was_inside = tl_inside;
+      tl_inside = true;
+      try {
+        vid = value_of(THPVariable_Unpack(output));
+      } catch (...) {
+        tl_inside = was_inside;
+        throw;
+      }
+      tl_inside = was_inside;
     }
     note();
     if (state != nullptr && state[1]) hooks.sync_cb();  // a limit raises there, as in a sync
@@ -1631,7 +1643,6 @@ class Recorder {
 // its callbacks) are not events. A flag rather than a RecordFunctionGuard: switching
 // RecordFunction off and on rebuilds the thread's active callbacks each time (~3% of a
 // small model's capture, two guards per event); such calls are rare and only boxed.
-thread_local bool tl_inside = false;
 struct Inside {
   Inside() { tl_inside = true; }
   ~Inside() { tl_inside = false; }
@@ -1825,16 +1836,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       })
       .def("set_hooks", [](PyRecorder& self, py::dict cfg) {
         auto& h = self.r->hooks;
-        for (const char* k : {"paths", "calls", "class_attrs", "stack", "groups", "values", "frames"})
-          if (!PyList_Check(cfg[k].ptr()) && !PyDict_Check(cfg[k].ptr()))
-            throw std::invalid_argument(std::string("set_hooks: ") + k + " must be a list or a dict");
-        h.paths = cfg["paths"];
-        h.calls = cfg["calls"];
-        h.class_attrs = cfg["class_attrs"];
-        h.stack = cfg["stack"];
-        h.groups = cfg["groups"];
-        h.values = cfg["values"];
-        h.frames = cfg["frames"];
+        // the trace's own tables, read and written in place with CPython's list and dict calls
+        auto table = [&](const char* key, bool list) {
+          py::object o = cfg[key];
+          if (list ? !PyList_CheckExact(o.ptr()) : !PyDict_CheckExact(o.ptr()))
+            throw std::invalid_argument(std::string("set_hooks: ") + key + (list ? " must be a list" : " must be a dict"));
+          return o;
+        };
+        h.paths = table("paths", false);
+        h.calls = table("calls", false);
+        h.class_attrs = table("class_attrs", false);
+        h.stack = table("stack", true);
+        h.groups = table("groups", true);
+        h.values = table("values", true);
+        h.frames = table("frames", true);
         h.class_template_cb = cfg["class_template"];
         h.limit_cb = cfg["limit"];
         h.sync_cb = cfg["sync"];
