@@ -529,6 +529,7 @@ def test_ops_in_the_block_that_opens_the_recording_have_its_frame(ws):
     assert [(f.file, f.line, f.function) for f in frames] == [("direct.py", 5, "run")] * 2
 
 
+@pytest.mark.slow
 def test_the_eager_capture_imports_neither_sympy_nor_dynamo_to_start():
     """The modules an eager capture starts with leave out what only an abstract capture
     (sympy, through PyTorch's symbolic shapes: ~0.5 s) or torch.compile (``torch._dynamo``:
