@@ -302,17 +302,14 @@ class TorchTrace(TraceValues, TraceFrames):
         gc.freeze()
 
     def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
+        """A module hook of the Python recorder (the native recorder's are its own:
+        NativeRecording.hooks), run with the function mode off; a limit it reaches is
+        kept as the trace's ``limit_error``."""
+
         def guarded(*args: Any) -> None:
-            native = self._native
             try:
                 with _NoTorchFunction():
-                    if native is None:
-                        hook(*args)
-                    else:  # the hooks run no ops; a value they read syncs the recorder's rows
-                        try:
-                            hook(*args)
-                        finally:
-                            native.top()
+                    hook(*args)
             except LimitExceeded as exc:
                 if self.limit_error is None:
                     self.limit_error = exc
