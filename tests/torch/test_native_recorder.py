@@ -574,9 +574,9 @@ def test_a_ready_mark_of_another_source_is_not_imported(native, tmp_path):
         if f.is_file():
             (other / f.name).write_bytes(f.read_bytes())
     (other / "ready").write_text("0" * 64, encoding="utf-8")
-    assert native_pkg._import_built(other) is None
+    assert native_pkg._import_built(other, native_pkg._digest()) is None
     (other / "ready").unlink()
-    assert native_pkg._import_built(other) is None
+    assert native_pkg._import_built(other, native_pkg._digest()) is None
 
 
 def test_a_cache_folder_others_can_write_is_not_loaded_from(monkeypatch, tmp_path):

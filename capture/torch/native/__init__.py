@@ -104,8 +104,9 @@ def missing_tools() -> str | None:
     return None
 
 
-def _name() -> str:
-    return f"tensorviz_native_{_digest()[:12]}"
+def _name(digest: str | None = None) -> str:
+    """The module's name: this source's digest (``digest``, when already read) shortened."""
+    return f"tensorviz_native_{(digest or _digest())[:12]}"
 
 
 def _build(folder: Path) -> Any:
@@ -130,7 +131,7 @@ def _build(folder: Path) -> Any:
         return module
 
 
-def _import_built(folder: Path) -> Any:
+def _import_built(folder: Path, digest: str) -> Any:
     """The module a finished build left in ``folder`` (its ``ready`` mark names this
     source's digest), imported straight from its library: no ``torch.utils.cpp_extension``
     (which imports setuptools) and no ninja run, ~0.15 s of every worker's first capture.
@@ -141,10 +142,11 @@ def _import_built(folder: Path) -> Any:
         ready = (folder / "ready").read_text(encoding="utf-8")
     except OSError:
         return None
-    library = folder / f"{_name()}{'.pyd' if os.name == 'nt' else '.so'}"
-    if ready != _digest() or not library.is_file():
+    name = _name(digest)
+    library = folder / f"{name}{'.pyd' if os.name == 'nt' else '.so'}"
+    if ready != digest or not library.is_file():
         return None
-    spec = importlib.util.spec_from_file_location(_name(), library)
+    spec = importlib.util.spec_from_file_location(name, library)
     if spec is None or spec.loader is None:
         return None
     module = importlib.util.module_from_spec(spec)
@@ -225,7 +227,7 @@ def load(wait: bool) -> Any:
             start_background_build(folder)
             raise NativeUnavailable(f"{NOT_BUILT}; it is being built in the background (log: "
                                     f"{folder / 'build.log'}); this capture used the Python recorder")
-    module = _import_built(folder) if ready else None
+    module = _import_built(folder, _digest()) if ready else None
     if module is None:
         module = _build(folder)
     _loaded.append(module)
