@@ -36,6 +36,7 @@ Torch is imported at module level: one of the worker's framework modules.
 from __future__ import annotations
 
 import sys
+from types import MethodType
 from typing import Any, Protocol
 
 import torch
@@ -50,6 +51,11 @@ GROUP_KIND = "function"
 _DATA = "torch.Tensor.data"
 # A call's kernels become a function group from this many; one gets params["function"].
 MIN_GROUP_KERNELS = 2
+# public_name of every function a mode has received, shared by the captures of a process
+# (the torch namespace's functions; a property's getter is a new but equal object each
+# read); emptied past this many (a program passing new callables through a mode).
+_NAMES: dict[Any, tuple[str, str] | None] = {}
+_NAMES_KEPT = 4096
 
 
 def public_name(func: Any) -> tuple[str, str] | None:
@@ -93,27 +99,34 @@ class FunctionCalls(TorchFunctionMode):
     def __init__(self, trace: Recording) -> None:
         super().__init__()
         self.trace = trace
-        self._names: dict[Any, tuple[str, str] | None] = {}
+        if len(_NAMES) > _NAMES_KEPT:
+            _NAMES.clear()
         # The native recorder (capture.torch.native.recording.NativeRecording) when it
-        # records, else None: the Python path, whose nodes are made as the ops run.
-        self._native = getattr(trace, "_native", None)
+        # records: its own __torch_function__ (Recorder::torch_function, what
+        # _native_call did in Python) replaces this class's for this mode.
+        native = getattr(trace, "_native", None)
+        if native is not None:
+            handler = native.function_mode(names=_NAMES, public_name=public_name, ran=self._ran, data=_DATA)
+            # bound to this mode: PyTorch calls a mode's handler only if its __self__ is the mode
+            self.__torch_function__ = MethodType(handler, self)  # type: ignore[method-assign]
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        self.__dict__.pop("__torch_function__", None)  # the mode <-> its bound handler cycle
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if kwargs is None:
             kwargs = {}
         try:
-            names = self._names[func]
+            names = _NAMES[func]
         except (KeyError, TypeError):  # TypeError: an unhashable callable
             names = public_name(func)
             try:
-                self._names[func] = names
+                _NAMES[func] = names
             except TypeError:
                 pass
         if names is None:
             return func(*args, **kwargs)
-        native = self._native
-        if native is not None:
-            return self._native_call(native, names, func, args, kwargs)
         trace = self.trace
         b = trace.b
         nodes = b.nodes
@@ -130,31 +143,6 @@ class FunctionCalls(TorchFunctionMode):
                     return out
             # The caller's frame (this frame's caller, as when the call started).
             self._ran(names, start, groups_before, parent, sys._getframe(1))
-        return out
-
-    def _native_call(self, native: Any, names: tuple[str, str], func: Any, args: tuple, kwargs: dict) -> Any:
-        """A call under the native recorder: its rows are counted, not turned into
-        nodes (``NativeRecording.state``); the node list is read only for a call that
-        ran two kernels or more (a possible group)."""
-        trace = self.trace
-        state = native.state
-        b = trace.b
-        start, groups_before, parent = state[0], len(b.groups), trace.current_group
-        out = func(*args, **kwargs)
-        if names[0] == _DATA and args:
-            native.data_of(args[0], out)
-        end = state[0]
-        if state[1] or end >= native.next_checkpoint:  # a limit, statistics, progress
-            native.sync()
-        if end == start:
-            return out
-        if end == start + 1 and len(b.groups) == groups_before and trace.current_group == parent:
-            # One kernel (most calls): its node names the function once it is made, if
-            # it is in this call's group (not one of autograd's, say).
-            native.functions.append((start, names[0], parent))
-            return out
-        native.sync()
-        self._ran(names, start, groups_before, parent, sys._getframe(2))
         return out
 
     def _ran(self, names: tuple[str, str], start: int, groups_before: int, parent: int | None, caller: Any) -> None:

@@ -382,6 +382,48 @@ def test_an_op_raising_inside_the_forward_is_a_failure_with_the_ops_before_it(na
     assert got[0] == got[1] and got[0]
 
 
+class OneKernelCalls(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x.relu().T, dim=-1).sum(0)
+
+
+@pytest.mark.parametrize("build, ran", [(OneKernelCalls, 0), (Functions, None)], ids=["one kernel each", "groups"])
+def test_the_native_function_mode_runs_no_python_per_call(native, build, ran, monkeypatch):
+    """Under the native recorder the function mode's handler is the recorder's own
+    (Recorder::torch_function, bound to the mode): a call that ran one kernel runs no
+    Python of capture.torch.functions at all; one that ran two or more calls
+    FunctionCalls._ran (a possible function group), once per such call."""
+    import collections
+
+    from capture.torch import functions as functions_mod
+
+    torch.manual_seed(0)
+    model, x = build(), torch.randn(2, 3, 8)
+    capture(model, (x,), "native", monkeypatch)  # the functions' public names, seen once per process
+    calls: collections.Counter = collections.Counter()
+    path = functions_mod.__file__
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename == path:
+            calls[frame.f_code.co_name] += 1
+
+    trace = TorchTrace(WorkspaceFiles(HERE), stats=False)
+    trace.label_module(model)
+    trace.structure(x, label="args[0]")
+    with torch.no_grad(), trace.recording():
+        sys.setprofile(profile)
+        try:
+            model(x)
+        finally:
+            sys.setprofile(None)
+    assert trace.recorder_note == "native"
+    assert calls["__torch_function__"] == 0
+    if ran == 0:
+        assert not calls, calls
+    else:
+        assert calls["_ran"] >= 1 and set(calls) <= {"_ran", "_group", "<listcomp>", "_boundary_into"}, calls
+
+
 # --------------------------------------------------------------------------- when it is not used
 
 

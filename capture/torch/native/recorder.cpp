@@ -301,11 +301,12 @@ class Recorder {
   std::string fail_kind, fail_what;
   int64_t fail_limit = 0, fail_got = 0;
   std::string error;  // an unexpected error inside the callback
-  // Two int64s Python reads without a call (an array.array it owns; the buffer view held
-  // here keeps it alive and unresizable): [0] the node count recorded so far (flushed or
-  // not), [1] nonzero when a flush has more for Python than rows (a limit reached, an
-  // error, statistics hand-overs, late outputs). The function mode reads them around
-  // every torch call instead of flushing.
+  // Three int64s shared with Python without a call (an array.array it owns; the buffer
+  // view held here keeps it alive and unresizable): [0] the node count recorded so far
+  // (flushed or not), [1] nonzero when a flush has more for Python than rows (a limit
+  // reached, an error, statistics hand-overs, late outputs), [2] the node count of the next
+  // checkpoint (NativeRecording.next_checkpoint, written by Python). The function mode
+  // reads them around every torch call instead of flushing.
   int64_t* state = nullptr;
   std::unique_ptr<py::buffer_info> state_view;
 
@@ -1129,6 +1130,94 @@ class Recorder {
     if (PyDict_SetItem(attrs.ptr(), hooks.bytes_key_result.ptr(), nbytes.ptr()) < 0) throw py::error_already_set();
   }
 
+  // ------------------------------------------------------------ the function mode
+  //
+  // FunctionCalls._native_call (capture.torch.functions) for a native recording: the
+  // function mode's __torch_function__ is this recorder's torch_function, so a torch call
+  // costs no Python frame. It reads the node count before and after the call (the rows
+  // are not turned into nodes); a call that ran one kernel in the group it started in is
+  // queued for NativeRecording._name_functions; a call that ran two or more syncs and
+  // calls FunctionCalls._ran (a possible function group) with the caller's frame.
+  struct Functions {
+    py::object names;             // func -> (qualified, short) or None, shared with Python
+    py::object public_name_cb;    // capture.torch.functions.public_name
+    py::object ran_cb;            // FunctionCalls._ran, through a weak reference
+    py::object calls;             // NativeRecording.functions
+    py::object data_name;         // "torch.Tensor.data"
+    bool on = false;
+  } fm;
+
+  // TorchTrace.current_group, -1 for None
+  int64_t stack_group() {
+    PyObject* stack = hooks.stack.ptr();
+    Py_ssize_t n = PyList_GET_SIZE(stack);
+    if (n == 0) return -1;
+    return PyLong_AsLongLong(PyTuple_GET_ITEM(PyList_GET_ITEM(stack, n - 1), 0));
+  }
+
+  py::object function_names(PyObject* func) {
+    PyObject* dict = fm.names.ptr();
+    PyObject* got = PyDict_GetItemWithError(dict, func);  // borrowed
+    if (got) return py::reinterpret_borrow<py::object>(got);
+    bool hashable = true;
+    if (PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+      PyErr_Clear();  // an unhashable callable: named every call
+      hashable = false;
+    }
+    py::object names = fm.public_name_cb(py::handle(func));
+    if (hashable && PyDict_SetItem(dict, func, names.ptr()) < 0) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+      PyErr_Clear();
+    }
+    return names;
+  }
+
+  py::object torch_function(PyObject* func, PyObject* args, PyObject* kwargs) {
+    if (!fm.on) throw std::runtime_error("the native recorder's function mode was called outside its recording");
+    py::object arg_tuple = py::reinterpret_borrow<py::object>(args);
+    if (!PyTuple_Check(args)) {
+      arg_tuple = py::reinterpret_steal<py::object>(PySequence_Tuple(args));
+      if (!arg_tuple) throw py::error_already_set();
+    }
+    PyObject* kw = kwargs == Py_None ? nullptr : kwargs;
+    auto call = [&]() {
+      py::object out = py::reinterpret_steal<py::object>(PyObject_Call(func, arg_tuple.ptr(), kw));
+      if (!out) throw py::error_already_set();
+      return out;
+    };
+    py::object names = function_names(func);
+    if (names.is_none()) return call();
+    int64_t start = state[0];
+    PyObject* groups = hooks.groups.ptr();
+    Py_ssize_t groups_before = PyList_GET_SIZE(groups);
+    int64_t parent = stack_group();
+    py::object out = call();
+    PyObject* qualified = PyTuple_GET_ITEM(names.ptr(), 0);
+    if (PyTuple_GET_SIZE(arg_tuple.ptr()) > 0 && PyUnicode_Compare(qualified, fm.data_name.ptr()) == 0) {
+      PyObject* src = PyTuple_GET_ITEM(arg_tuple.ptr(), 0);
+      if (THPVariable_Check(src) && THPVariable_Check(out.ptr())) {  // x.data: NativeRecording.data_of
+        at::RecordFunctionGuard no_record(false);
+        data_of(THPVariable_Unpack(src), THPVariable_Unpack(out.ptr()));
+        note();
+      }
+    }
+    int64_t end = state[0];
+    if (state[1] || end >= state[2]) hooks.sync_cb();  // a limit, statistics, progress
+    if (end == start) return out;
+    if (end == start + 1 && PyList_GET_SIZE(groups) == groups_before && stack_group() == parent) {
+      py::object item = py::make_tuple(start, py::reinterpret_borrow<py::object>(qualified),
+                                       parent < 0 ? py::none() : py::object(py::int_(parent)));
+      if (PyList_Append(fm.calls.ptr(), item.ptr()) < 0) throw py::error_already_set();
+      return out;
+    }
+    hooks.sync_cb();
+    PyObject* caller = reinterpret_cast<PyObject*>(PyEval_GetFrame());  // borrowed: the code that called func
+    fm.ran_cb(names, start, groups_before, parent < 0 ? py::none() : py::object(py::int_(parent)),
+              caller ? py::handle(caller) : py::handle(Py_None));
+    return out;
+  }
+
   // ------------------------------------------------------------ the callback
 
   void start_event(const at::RecordFunction& fn) {
@@ -1827,9 +1916,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         self.r->note();
       })
       .def("share_state", [](PyRecorder& self, py::object buffer) {
-        // The state Python reads (Recorder::state): a writable buffer of two int64s.
+        // The state shared with Python (Recorder::state): a writable buffer of three int64s.
         auto view = std::make_unique<py::buffer_info>(py::buffer(buffer).request(true));
-        if (view->itemsize != 8 || view->size != 2) throw std::invalid_argument("the state needs two 8-byte items");
+        if (view->itemsize != 8 || view->size != 3) throw std::invalid_argument("the state needs three 8-byte items");
         self.r->state = static_cast<int64_t*>(view->ptr);
         self.r->state_view = std::move(view);
         self.r->note();
@@ -1873,6 +1962,29 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("post_hook", [](PyRecorder& self, py::handle module, py::handle, py::handle output) {
         self.r->post_hook(module.ptr(), output.ptr());
       })
+      .def("set_functions", [](PyRecorder& self, py::object cfg) {
+        // the function mode's tables and callbacks (Recorder::Functions), or None: off
+        auto& f = self.r->fm;
+        if (cfg.is_none()) {
+          f = Recorder::Functions{};
+          return;
+        }
+        if (!self.r->hooks.stack || !self.r->state) throw std::runtime_error("set_functions needs set_hooks and share_state first");
+        py::dict d = cfg.cast<py::dict>();
+        f.names = d["names"];
+        if (!PyDict_CheckExact(f.names.ptr())) throw std::invalid_argument("set_functions: names must be a dict");
+        f.calls = d["calls"];
+        if (!PyList_CheckExact(f.calls.ptr())) throw std::invalid_argument("set_functions: calls must be a list");
+        f.public_name_cb = d["public_name"];
+        f.ran_cb = d["ran"];
+        f.data_name = d["data"];
+        f.on = true;
+      })
+      .def("torch_function", [](PyRecorder& self, py::handle, py::handle func, py::handle, py::handle args,
+                                py::handle kwargs) { return self.r->torch_function(func.ptr(), args.ptr(), kwargs.ptr()); },
+           // the mode first: bound to it (types.MethodType), as PyTorch requires of a mode's handler
+           py::arg("mode"), py::arg("func"), py::arg("types"), py::arg("args") = py::tuple(),
+           py::arg("kwargs") = py::none())
       .def("known", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());
         return self.r->live.count(x.unsafeGetTensorImpl()) > 0;

@@ -119,13 +119,13 @@ class NativeRecording:
             "stats": statistics is not None, "parameters_later": trace._parameters_later,
         })
         self._checkpointed = len(b.nodes) // checkpoint_ops
-        self.next_checkpoint = (self._checkpointed + 1) * checkpoint_ops
         self._import()
         self._eager: Any = None
         self._flush = self.rec.flush
         # [0] the nodes recorded so far, [1] nonzero when a sync has more than rows to
-        # hand over (Recorder::state): read by the function mode around every call.
-        self.state = array.array("q", [0, 0])
+        # hand over, [2] next_checkpoint (Recorder::state): read by the function mode
+        # around every call.
+        self.state = array.array("q", [0, 0, (self._checkpointed + 1) * checkpoint_ops])
         self.rec.share_state(self.state)
         # ``(node id, qualified name, group)``: one-kernel function calls whose node gets
         # ``params["function"]`` when it is made (if it is still in that group).
@@ -198,6 +198,27 @@ class NativeRecording:
                 trace.limit_error = exc
             raise
 
+    @property
+    def next_checkpoint(self) -> int:
+        """The node count at which the next sync checkpoints."""
+        return self.state[2]
+
+    def function_mode(self, *, names: dict, public_name: Callable[[Any], Any], ran: Callable[..., None],
+                      data: str) -> Callable[..., Any]:
+        """The ``__torch_function__`` of this recording's function mode
+        (:class:`capture.torch.functions.FunctionCalls`): the recorder's own
+        (Recorder::torch_function), which does what that class does for a native
+        recording with no Python frame per call. ``names`` caches ``public_name``;
+        ``ran`` (a bound method of the mode, held weakly) is called for a call that ran
+        two kernels or more, after a sync; ``data`` is the name of ``x.data``, recorded
+        as :meth:`data_of` records it. Needs :meth:`hooks` first (it reads the trace's
+        stack and groups through them)."""
+        self.rec.set_functions({
+            "names": names, "public_name": public_name, "calls": self.functions, "data": data,
+            "ran": _weakly(ran.__self__, ran.__func__),  # type: ignore[attr-defined]
+        })
+        return self.rec.torch_function
+
     def hooks(self) -> tuple[Callable[..., None], Callable[..., None]]:
         """The global module pre- and post-hook of this recording: the recorder's own
         (Recorder::pre_hook / post_hook), which make the groups of TorchTrace._pre_hook and
@@ -225,6 +246,7 @@ class NativeRecording:
 
     def stop(self) -> None:
         self.rec.stop()
+        self.rec.set_functions(None)
         self.rec.set_top(-1, None, -1, False)
         eager, self._eager = self._eager, None
         if eager is not None:
@@ -291,7 +313,7 @@ class NativeRecording:
                     trace._checkpoint(self._checkpointed * every)
                 finally:
                     self.rec.resume()
-            self.next_checkpoint = (self._checkpointed + 1) * every
+            self.state[2] = (self._checkpointed + 1) * every
 
     def _name_functions(self) -> None:
         nodes = self.trace.b.nodes
