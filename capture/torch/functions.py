@@ -106,7 +106,8 @@ class FunctionCalls(TorchFunctionMode):
         # _native_call did in Python) replaces this class's for this mode.
         native = getattr(trace, "_native", None)
         if native is not None:
-            handler = native.function_mode(names=_NAMES, public_name=public_name, ran=self._ran, data=_DATA)
+            handler = native.function_mode(names=_NAMES, public_name=public_name, ran=self._ran, data=_DATA,
+                                           kind=GROUP_KIND)
             # bound to this mode: PyTorch calls a mode's handler only if its __self__ is the mode
             self.__torch_function__ = MethodType(handler, self)  # type: ignore[method-assign]
 

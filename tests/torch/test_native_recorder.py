@@ -387,12 +387,12 @@ class OneKernelCalls(nn.Module):
         return torch.softmax(x.relu().T, dim=-1).sum(0)
 
 
-@pytest.mark.parametrize("build, ran", [(OneKernelCalls, 0), (Functions, None)], ids=["one kernel each", "groups"])
-def test_the_native_function_mode_runs_no_python_per_call(native, build, ran, monkeypatch):
+@pytest.mark.parametrize("build", [OneKernelCalls, Functions], ids=["one kernel each", "function groups"])
+def test_the_native_function_mode_runs_no_python_per_call(native, build, monkeypatch):
     """Under the native recorder the function mode's handler is the recorder's own
-    (Recorder::torch_function, bound to the mode): a call that ran one kernel runs no
-    Python of capture.torch.functions at all; one that ran two or more calls
-    FunctionCalls._ran (a possible function group), once per such call."""
+    (Recorder::torch_function, bound to the mode): no call runs Python of
+    capture.torch.functions, neither one that ran one kernel (named when its row becomes a
+    node) nor one that ran several (its function group made while they are rows)."""
     import collections
 
     from capture.torch import functions as functions_mod
@@ -417,11 +417,25 @@ def test_the_native_function_mode_runs_no_python_per_call(native, build, ran, mo
         finally:
             sys.setprofile(None)
     assert trace.recorder_note == "native"
-    assert calls["__torch_function__"] == 0
-    if ran == 0:
-        assert not calls, calls
-    else:
-        assert calls["_ran"] >= 1 and set(calls) <= {"_ran", "_group", "<listcomp>", "_boundary_into"}, calls
+    assert not calls, calls
+    made = sorted(g.name for g in trace.b.groups if g.kind == functions_mod.GROUP_KIND)
+    assert made == ([] if build is OneKernelCalls else ["linear", "scaled_dot_product_attention"])
+
+
+def test_a_function_group_after_a_sync_inside_the_call_is_made_by_python_the_same_way(native, monkeypatch):
+    """A checkpoint every op: each call's kernels are nodes already when it returns, so
+    its group is made by FunctionCalls._ran (the fallback of Recorder::torch_function),
+    and the graph is still the Python path's."""
+    import capture.torch.trace as trace_module
+    from capture.torch import functions as functions_mod
+
+    ran = []
+    original = functions_mod.FunctionCalls._ran
+    monkeypatch.setattr(functions_mod.FunctionCalls, "_ran", lambda self, *a: (ran.append(a[0][1]), original(self, *a)))
+    monkeypatch.setattr(trace_module, "CHECKPOINT_OPS", 1)
+    data = same_graph(Functions, lambda: (torch.randn(2, 3, 8),), monkeypatch)
+    assert {"linear", "scaled_dot_product_attention"} <= set(ran)
+    assert {g["name"] for g in data["groups"] if g["kind"] == "function"} == {"linear", "scaled_dot_product_attention"}
 
 
 # --------------------------------------------------------------------------- when it is not used

@@ -1132,18 +1132,20 @@ class Recorder {
 
   // ------------------------------------------------------------ the function mode
   //
-  // FunctionCalls._native_call (capture.torch.functions) for a native recording: the
-  // function mode's __torch_function__ is this recorder's torch_function, so a torch call
-  // costs no Python frame. It reads the node count before and after the call (the rows
-  // are not turned into nodes); a call that ran one kernel in the group it started in is
-  // queued for NativeRecording._name_functions; a call that ran two or more syncs and
-  // calls FunctionCalls._ran (a possible function group) with the caller's frame.
+  // The function mode (capture.torch.functions.FunctionCalls) for a native recording: its
+  // __torch_function__ is this recorder's torch_function, so a torch call costs no Python
+  // frame. It reads the node count before and after the call (the rows are not turned
+  // into nodes); a call that ran one kernel in the group it started in is queued for
+  // NativeRecording._name_functions; a call that ran two or more gets its function group
+  // here while its kernels are still rows, else (a sync ran inside it) syncs and calls
+  // FunctionCalls._ran with the caller's frame.
   struct Functions {
     py::object names;             // func -> (qualified, short) or None, shared with Python
     py::object public_name_cb;    // capture.torch.functions.public_name
     py::object ran_cb;            // FunctionCalls._ran, through a weak reference
     py::object calls;             // NativeRecording.functions
     py::object data_name;         // "torch.Tensor.data"
+    py::object function_kind = py::str("function"), function_key = py::str("function");  // capture.torch.functions
     bool on = false;
   } fm;
 
@@ -1211,11 +1213,39 @@ class Recorder {
       if (PyList_Append(fm.calls.ptr(), item.ptr()) < 0) throw py::error_already_set();
       return out;
     }
+    PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the code that called func
+    if (start >= nodes_base) {
+      // Every kernel of the call is still a row (no sync since it started): its function
+      // group is made here, as FunctionCalls._group makes it.
+      if (PyList_GET_SIZE(groups) != groups_before || stack_group() != parent) return out;
+      for (int64_t nid = start; nid < end; ++nid)
+        if (nodes[static_cast<size_t>(nid - nodes_base)].group != parent) return out;  // autograd's, say
+      function_group(names, parent, caller, start, end);
+      return out;
+    }
     hooks.sync_cb();
-    PyObject* caller = reinterpret_cast<PyObject*>(PyEval_GetFrame());  // borrowed: the code that called func
     fm.ran_cb(names, start, groups_before, parent < 0 ? py::none() : py::object(py::int_(parent)),
-              caller ? py::handle(caller) : py::handle(Py_None));
+              caller ? py::handle(reinterpret_cast<PyObject*>(caller)) : py::handle(Py_None));
     return out;
+  }
+
+  // The function group of a call whose kernels are rows start..end, all in `parent`
+  // (FunctionCalls._group; a native recording has no DTensor boundary nodes among them).
+  void function_group(const py::object& names, int64_t parent, PyFrameObject* caller, int64_t start, int64_t end) {
+    PyObject* groups = hooks.groups.ptr();
+    Py_ssize_t gid = PyList_GET_SIZE(groups);
+    if (gid >= hooks.max_groups) hooks.limit_cb(gid);  // raises LimitExceeded
+    py::dict attrs;
+    attrs[fm.function_key] = py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(names.ptr(), 0));
+    int64_t fid = caller ? frame_of(caller) : -1;
+    if (fid >= 0) attrs[hooks.frame_key] = py::int_(fid);
+    py::object gid_obj = py::int_(gid);
+    py::object parent_obj = parent < 0 ? py::none() : py::object(py::int_(parent));
+    PyObject* fields[5] = {gid_obj.ptr(), fm.function_kind.ptr(), PyTuple_GET_ITEM(names.ptr(), 1), parent_obj.ptr(),
+                           attrs.ptr()};
+    py::object g = py::reinterpret_steal<py::object>(hooks.group_cls.make(fields, 5));
+    if (PyList_Append(groups, g.ptr()) < 0) throw py::error_already_set();
+    for (int64_t nid = start; nid < end; ++nid) nodes[static_cast<size_t>(nid - nodes_base)].group = gid;
   }
 
   // ------------------------------------------------------------ the callback
@@ -1978,6 +2008,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         f.public_name_cb = d["public_name"];
         f.ran_cb = d["ran"];
         f.data_name = d["data"];
+        f.function_kind = d["kind"];
         f.on = true;
       })
       .def("torch_function", [](PyRecorder& self, py::handle, py::handle func, py::handle, py::handle args,

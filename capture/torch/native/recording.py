@@ -204,17 +204,18 @@ class NativeRecording:
         return self.state[2]
 
     def function_mode(self, *, names: dict, public_name: Callable[[Any], Any], ran: Callable[..., None],
-                      data: str) -> Callable[..., Any]:
+                      data: str, kind: str) -> Callable[..., Any]:
         """The ``__torch_function__`` of this recording's function mode
         (:class:`capture.torch.functions.FunctionCalls`): the recorder's own
         (Recorder::torch_function), which does what that class does for a native
-        recording with no Python frame per call. ``names`` caches ``public_name``;
-        ``ran`` (a bound method of the mode, held weakly) is called for a call that ran
-        two kernels or more, after a sync; ``data`` is the name of ``x.data``, recorded
-        as :meth:`data_of` records it. Needs :meth:`hooks` first (it reads the trace's
-        stack and groups through them)."""
+        recording with no Python frame per call. ``names`` caches ``public_name``; a
+        call that ran two kernels or more gets its group (of ``kind``) made there, or,
+        when a sync ran inside the call, ``ran`` (a bound method of the mode, held weakly)
+        decides after a sync; ``data`` is the name of ``x.data``, recorded as
+        :meth:`data_of` records it. Needs :meth:`hooks` first (it reads the trace's stack
+        and groups through them)."""
         self.rec.set_functions({
-            "names": names, "public_name": public_name, "calls": self.functions, "data": data,
+            "names": names, "public_name": public_name, "calls": self.functions, "data": data, "kind": kind,
             "ran": _weakly(ran.__self__, ran.__func__),  # type: ignore[attr-defined]
         })
         return self.rec.torch_function
