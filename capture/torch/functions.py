@@ -104,7 +104,7 @@ class FunctionCalls(TorchFunctionMode):
         # The native recorder (capture.torch.native.recording.NativeRecording) when it
         # records: its own __torch_function__ (Recorder::torch_function, what
         # _native_call did in Python) replaces this class's for this mode.
-        native = getattr(trace, "_native", None)
+        native = self._native = getattr(trace, "_native", None)
         if native is not None:
             handler = native.function_mode(names=_NAMES, public_name=public_name, ran=self._ran, data=_DATA,
                                            kind=GROUP_KIND)
@@ -113,7 +113,9 @@ class FunctionCalls(TorchFunctionMode):
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
-        self.__dict__.pop("__torch_function__", None)  # the mode <-> its bound handler cycle
+        if self._native is not None:
+            self._native.function_mode_exited()
+            self.__dict__.pop("__torch_function__", None)  # the mode <-> its bound handler cycle
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if kwargs is None:

@@ -220,6 +220,10 @@ class NativeRecording:
         })
         return self.rec.torch_function
 
+    def function_mode_exited(self) -> None:
+        """The function mode is off the stack: its handler answers no more calls."""
+        self.rec.set_functions(None)
+
     def hooks(self) -> tuple[Callable[..., None], Callable[..., None]]:
         """The global module pre- and post-hook of this recording: the recorder's own
         (Recorder::pre_hook / post_hook), which make the groups of TorchTrace._pre_hook and
@@ -247,7 +251,6 @@ class NativeRecording:
 
     def stop(self) -> None:
         self.rec.stop()
-        self.rec.set_functions(None)
         self.rec.set_top(-1, None, -1, False)
         eager, self._eager = self._eager, None
         if eager is not None:
