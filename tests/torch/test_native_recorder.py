@@ -161,7 +161,11 @@ class Literals(nn.Module):
         e = torch.equal(x, x)
         h = torch.full((2,), n if e else 0.0)
         const = torch.tensor([1.0, 2.0, 3.0])
-        return y.sum() + z.sum() + c.sum() + g.sum() + i.sum() + k.real.sum() + w.sum() + h.sum() + const.sum()
+        # wrapped numbers of each kind (int, float, bool), and int lists (shapes, dims)
+        s = ((x + 1) * 0.5).view(-1).reshape(x.shape).permute(*reversed(range(x.dim()))).sum(dim=(0,))
+        b = (m ^ True).sum()
+        return (y.sum() + z.sum() + c.sum() + g.sum() + i.sum() + k.real.sum() + w.sum() + h.sum() + const.sum()
+                + s.sum() + b)
 
 
 class Twice(nn.Module):

@@ -50,6 +50,8 @@ struct OpInfo {
 struct Literal {
   c10::IValue v;
   int8_t kind;
+  int32_t ints = -1;  // an int list: its items at Recorder::literal_ints[ints...], v None
+  int32_t n_ints = 0;
 };
 
 struct OperandRow {
@@ -269,6 +271,7 @@ class Recorder {
   int64_t nodes_base = 0, n_nodes = 0;
   std::vector<std::pair<int64_t, int64_t>> late_outputs;  // (node, value) appended to a node's outputs
   std::vector<Literal> literals;
+  std::vector<int64_t> literal_ints;  // the int lists of literals (see add_literal)
   std::vector<StatState> stat_state;  // per value id (all values)
   std::vector<Stats> stats;
   std::vector<PyObject*> stats_py;  // per stats row, its dict once made
@@ -330,6 +333,7 @@ class Recorder {
     pending.reserve(64);
     open.reserve(64);
     literals.reserve(1024);
+    literal_ints.reserve(4096);
     late_outputs.reserve(64);
     if (stats_on) {
       stats.reserve(stats.size() + kValues);
@@ -1326,9 +1330,43 @@ class Recorder {
     }
   }
 
+  // A literal is kept until its rows are flushed. What boxing allocated for it (an int
+  // list's c10::List, a wrapped number's 0-dim tensor) is not: kept, those small blocks
+  // would sit among the forward's freed activations until the flush, so that the next
+  // activation could not reuse that memory and the heap grew, each page of it faulted
+  // in again by the next capture. Int lists are copied into literal_ints, wrapped
+  // numbers read into a scalar.
   int32_t add_literal(const c10::IValue& v, int8_t kind) {
-    literals.push_back(Literal{v, kind});
+    if (v.isIntList()) {
+      Literal l{c10::IValue(), kind, static_cast<int32_t>(literal_ints.size()), 0};
+      for (int64_t i : v.toIntList()) literal_ints.push_back(i);
+      l.n_ints = static_cast<int32_t>(literal_ints.size()) - l.ints;
+      literals.push_back(std::move(l));
+    } else if (v.isTensor() && v.toTensor().defined() && v.toTensor().unsafeGetTensorImpl()->is_wrapped_number() &&
+               v.toTensor().is_cpu()) {
+      const at::Tensor& t = v.toTensor();
+      switch (t.scalar_type()) {
+        case at::kBool: literals.push_back(Literal{c10::IValue(*t.const_data_ptr<bool>()), kind}); break;
+        case at::kLong: literals.push_back(Literal{c10::IValue(*t.const_data_ptr<int64_t>()), kind}); break;
+        case at::kDouble: literals.push_back(Literal{c10::IValue(*t.const_data_ptr<double>()), kind}); break;
+        default: literals.push_back(Literal{v, kind});  // a complex number: literal() reads it
+      }
+    } else {
+      literals.push_back(Literal{v, kind});
+    }
     return static_cast<int32_t>(literals.size() - 1);
+  }
+
+  py::object literal(const Literal& l) {
+    if (l.ints < 0) return literal(l.v, l.kind);
+    py::list out(l.n_ints);
+    for (int32_t k = 0; k < l.n_ints; ++k) {
+      int64_t i = literal_ints[static_cast<size_t>(l.ints + k)];
+      py::object item = l.kind == kDtype ? py::reinterpret_borrow<py::object>(dtype_py(static_cast<int8_t>(i)))
+                                         : py::object(py::int_(i));
+      PyList_SET_ITEM(out.ptr(), k, item.release().ptr());
+    }
+    return out;
   }
 
   void add_operand(NodeRow& row, int32_t pos, const c10::IValue& v, int8_t kind) {
@@ -1699,7 +1737,7 @@ class Recorder {
         PyObject* pos = PyLong_FromLongLong(o.position);
         PyObject* got;
         if (o.literal >= 0) {
-          py::object lit = literal(literals[o.literal].v, literals[o.literal].kind);
+          py::object lit = literal(literals[o.literal]);
           PyObject* args[3] = {pos, Py_None, lit.ptr()};
           got = call(operand_cls, args, 3);
         } else {
@@ -1714,7 +1752,7 @@ class Recorder {
       PyObject* outs = int_list(r.outputs);
       PyObject* params = PyDict_New();
       if (r.result >= 0) {
-        py::object lit = literal(literals[r.result].v, literals[r.result].kind);
+        py::object lit = literal(literals[r.result]);
         PyDict_SetItem(params, K.result, lit.ptr());
       }
       PyObject* g = r.group >= 0 ? PyLong_FromLongLong(r.group) : (Py_INCREF(Py_None), Py_None);
@@ -1733,7 +1771,10 @@ class Recorder {
     nodes.clear();
     nodes_base = n_nodes;
     // literals of open ops stay (their indices are in pending rows)
-    if (pending.empty()) literals.clear();
+    if (pending.empty()) {
+      literals.clear();
+      literal_ints.clear();
+    }
     py::list late;
     for (auto& p : late_outputs) late.append(py::make_tuple(p.first, p.second));
     late_outputs.clear();
@@ -1824,6 +1865,54 @@ void probe_end(const at::RecordFunction&, at::ObserverContext*) {
     tl_probe_off = false;
   }
 }
+
+// The function mode's handler as a plain CPython function (METH_FASTCALL): pybind11's
+// dispatcher would allocate its argument vectors around every torch call, kernel included.
+// Its self is a capsule owning a reference to the recorder. Called as
+// handler(mode, func, types, args=(), kwargs=None), by position (as PyTorch calls it) or
+// with args / kwargs by name.
+PyObject* torch_function_fast(PyObject* self, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) {
+  auto* holder = static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(self, "tensorviz.recorder"));
+  if (!holder) return nullptr;
+  PyObject* slots[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  if (nargs > 5) {
+    PyErr_SetString(PyExc_TypeError, "__torch_function__ takes at most 5 arguments (mode, func, types, args, kwargs)");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) slots[i] = argv[i];
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    if (!name) return nullptr;
+    int at = std::strcmp(name, "args") == 0 ? 3 : std::strcmp(name, "kwargs") == 0 ? 4 : -1;
+    if (at < 0 || slots[at]) {
+      PyErr_Format(PyExc_TypeError, "__torch_function__ got an unexpected or repeated argument '%s'", name);
+      return nullptr;
+    }
+    slots[at] = argv[nargs + k];
+  }
+  if (!slots[0] || !slots[1] || !slots[2]) {
+    PyErr_SetString(PyExc_TypeError, "__torch_function__ needs mode, func and types");
+    return nullptr;
+  }
+  py::object empty;
+  if (!slots[3]) {
+    empty = py::reinterpret_steal<py::object>(PyTuple_New(0));
+    slots[3] = empty.ptr();
+  }
+  try {
+    return (*holder)->torch_function(slots[1], slots[3], slots[4] ? slots[4] : Py_None).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef torch_function_def = {"torch_function", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&torch_function_fast)),
+                                  METH_FASTCALL | METH_KEYWORDS,
+                                  "The native recorder's __torch_function__ (Recorder::torch_function)."};
 
 }  // namespace
 
@@ -2011,11 +2100,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         f.function_kind = d["kind"];
         f.on = true;
       })
-      .def("torch_function", [](PyRecorder& self, py::handle, py::handle func, py::handle, py::handle args,
-                                py::handle kwargs) { return self.r->torch_function(func.ptr(), args.ptr(), kwargs.ptr()); },
-           // the mode first: bound to it (types.MethodType), as PyTorch requires of a mode's handler
-           py::arg("mode"), py::arg("func"), py::arg("types"), py::arg("args") = py::tuple(),
-           py::arg("kwargs") = py::none())
+      .def("torch_function", [](PyRecorder& self) {
+        // the handler (torch_function_fast), to be bound to the mode (types.MethodType):
+        // PyTorch calls a mode's handler only if its __self__ is the mode
+        auto* holder = new std::shared_ptr<Recorder>(self.r);
+        PyObject* cap = PyCapsule_New(holder, "tensorviz.recorder", [](PyObject* c) {
+          delete static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(c, "tensorviz.recorder"));
+        });
+        if (!cap) {
+          delete holder;
+          throw py::error_already_set();
+        }
+        py::object owner = py::reinterpret_steal<py::object>(cap);
+        PyObject* fn = PyCFunction_NewEx(&torch_function_def, owner.ptr(), nullptr);
+        if (!fn) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(fn);
+      })
       .def("known", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());
         return self.r->live.count(x.unsafeGetTensorImpl()) > 0;

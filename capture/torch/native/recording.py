@@ -218,7 +218,7 @@ class NativeRecording:
             "names": names, "public_name": public_name, "calls": self.functions, "data": data, "kind": kind,
             "ran": _weakly(ran.__self__, ran.__func__),  # type: ignore[attr-defined]
         })
-        return self.rec.torch_function
+        return self.rec.torch_function()
 
     def function_mode_exited(self) -> None:
         """The function mode is off the stack: its handler answers no more calls."""
