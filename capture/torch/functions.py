@@ -102,8 +102,9 @@ class FunctionCalls(TorchFunctionMode):
         if len(_NAMES) > _NAMES_KEPT:
             _NAMES.clear()
         # The native recorder (capture.torch.native.recording.NativeRecording) when it
-        # records: its own __torch_function__ (Recorder::torch_function, what
-        # _native_call did in Python) replaces this class's for this mode.
+        # records: its own handler (Recorder::torch_function: what __torch_function__ and
+        # _group do here, on rows not yet made into nodes; _ran after a sync inside a
+        # call) replaces this class's __torch_function__ for this mode.
         native = self._native = getattr(trace, "_native", None)
         if native is not None:
             handler = native.function_mode(names=_NAMES, public_name=public_name, ran=self._ran, data=_DATA,
