@@ -33,6 +33,8 @@ class _Mode(TorchDispatchMode):
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.trace._in_hook:  # a module hook's own tensor calls (a result's statistics), not the model's
+            return func(*args, **(kwargs or {}))
         try:
             # The trace's own tensor calls (strides, storages, statistics) are not the
             # model's: they bypass the function mode (FunctionCalls) and run faster.

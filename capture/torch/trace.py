@@ -189,6 +189,7 @@ class TorchTrace(TraceValues, TraceFrames):
         # Values made without a recorded op joining the graph (capture.torch.joins).
         self.joins = Joins(self)
         self._active = False
+        self._in_hook = False  # a Python-path module hook is running (_guard)
         # What runs each op below the trace, when not the op itself (an abstract run's
         # hit-loop bookkeeping: capture.torch.abstract.AbstractEvidence.running).
         self.run_op: Callable[[Any, tuple, dict], Any] | None = None
@@ -303,10 +304,13 @@ class TorchTrace(TraceValues, TraceFrames):
 
     def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
         """A module hook of the Python recorder (the native recorder's are its own:
-        NativeRecording.hooks), run with the function mode off; a limit it reaches is
-        kept as the trace's ``limit_error``."""
+        NativeRecording.hooks), run with the function mode off and the dispatch mode
+        recording nothing (a module's result seen first there, a parameter, has its
+        statistics measured: a ``detach`` that was recorded as the module's op); a limit
+        it reaches is kept as the trace's ``limit_error``."""
 
         def guarded(*args: Any) -> None:
+            self._in_hook = True  # what it runs (statistics of a result seen first here) is no op of the model's
             try:
                 with _NoTorchFunction():
                     hook(*args)
@@ -314,6 +318,8 @@ class TorchTrace(TraceValues, TraceFrames):
                 if self.limit_error is None:
                     self.limit_error = exc
                 raise
+            finally:
+                self._in_hook = False
 
         return guarded
 

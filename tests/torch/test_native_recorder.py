@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import pytest
 import torch
@@ -23,6 +23,7 @@ from torch import nn
 from capture.torch import native as native_pkg
 from capture.torch.native import NativeUnavailable
 from capture.torch.trace import TorchTrace
+from capture.torch.trace_values import MAX_STRUCTURE_LEAVES
 from capture.worker.errors import LimitExceeded
 from capture.worker.limits import Limits
 from capture.worker.workspace_files import WorkspaceFiles
@@ -145,6 +146,63 @@ class Lists(nn.Module):
         cat = torch.cat([parts[0], parts[1]], dim=1)
         stk = torch.stack(rows[:2])
         return {"cat": cat, "stk": stk, "max": (mx, idx), "sorted": srt.values, "first": a + b + c}
+
+
+class Pair(nn.Module):
+    """An attention's kind of result: a plain tuple of tensors and constants."""
+
+    def __init__(self, *, as_list: bool = False) -> None:
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.as_list = as_list
+
+    def forward(self, x: torch.Tensor) -> Any:
+        y = self.fc(x)
+        out = [y, None, 3, 0.5, "mean", True, y, x] if self.as_list else (y, None)
+        return out
+
+
+class Named(NamedTuple):
+    out: torch.Tensor
+    extra: Any
+
+
+class ModuleResults(nn.Module):
+    """Module results of every shape: plain tuples and lists of tensors and constants (one
+    tensor twice), a named tuple, a nested tuple, an empty tuple, a parameter in a tuple
+    and alone, more tensors than a group's outputs list holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair, self.listed = Pair(), Pair(as_list=True)
+        self.named = _Returns(lambda x: Named(x * 2, (x + 1, 4)))
+        self.nested = _Returns(lambda x: (x - 1, (x * 3, None)))
+        self.empty = _Returns(lambda x: ())
+        self.weight = nn.Parameter(torch.randn(6))
+        self.with_param = _Returns(lambda x: (x.sum(0), self.weight))
+        self.bias = nn.Parameter(torch.randn(6))
+        self.param_alone = _Returns(lambda x: self.bias)
+        self.many = _Returns(lambda x: tuple(x.reshape(-1)[i % x.numel()] for i in range(MAX_STRUCTURE_LEAVES + 1)))
+
+    def forward(self, x: torch.Tensor) -> Any:
+        y, _ = self.pair(x)
+        listed = self.listed(y)
+        n = self.named(listed[0])
+        a, (b, _) = self.nested(n.out)
+        self.empty(a)
+        s, w = self.with_param(b)
+        w = w + self.param_alone(s)
+        many = self.many(a)
+        return s + w + many[-1]
+
+
+class _Returns(nn.Module):
+    def __init__(self, fn: Callable[[torch.Tensor], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.fn(x)
 
 
 class Literals(nn.Module):
@@ -294,6 +352,7 @@ PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "views and their statistics": (Views, lambda: (torch.randn(3, 6),)),
     "BatchNorm and LayerNorm": (Norms, lambda: (torch.randn(2, 3, 4, 4),)),
     "list and tuple outputs": (Lists, lambda: (torch.randn(6, 6),)),
+    "module results: tuples, lists, named and nested": (ModuleResults, lambda: (torch.randn(3, 6),)),
     "literals of every type": (Literals, lambda: (torch.rand(3, 4) * 3 - 0.5,)),
     "a module called twice": (Twice, lambda: (torch.randn(2, 4),)),
     "function groups and one-kernel functions": (Functions, lambda: (torch.randn(2, 3, 8),)),
@@ -424,6 +483,22 @@ def test_the_native_function_mode_runs_no_python_per_call(native, build, monkeyp
     assert not calls, calls
     made = sorted(g.name for g in trace.b.groups if g.kind == functions_mod.GROUP_KIND)
     assert made == ([] if build is OneKernelCalls else ["linear", "scaled_dot_product_attention"])
+
+
+def test_a_parameter_returned_by_a_module_adds_no_op_on_either_path(native, monkeypatch):
+    """A module that returns a parameter (in a tuple, or alone): the post-hook meets it
+    first and measures its statistics. On the Python path that ``detach`` reached the
+    dispatch mode and was recorded as an op of the enclosing module; no op ran."""
+    for recorder in ("python", "native"):
+        torch.manual_seed(0)
+        cap, trace = capture(ModuleResults(), (torch.randn(3, 6),), recorder, monkeypatch, stats=True)
+        ops = [n.op for n in trace.b.nodes]
+        assert "aten::detach" not in ops, (recorder, ops)
+        outputs = {g.name: g.attrs.get("outputs") for g in trace.b.groups}
+        weight = outputs["with_param"]["tuple"][1]["value"]
+        assert trace.b.values[weight].measured["param"] == "weight"
+        bias = outputs["param_alone"]["value"]
+        assert trace.b.values[bias].measured["param"] == "bias"
 
 
 def test_a_function_group_after_a_sync_inside_the_call_is_made_by_python_the_same_way(native, monkeypatch):

@@ -95,7 +95,9 @@ struct ValueRow {
   std::string layout;
   // extra keys in order: kind code and an int or string
   Extras extra;  // codes below
-  std::string label_name;
+  // a param, buffer, input or other label: its (kind, name) entry in Recorder::labels
+  // (never erased), not a copy; a string made here would sit among the activations
+  const std::pair<std::string, std::string>* label = nullptr;
   int64_t storage;
   std::string device;  // empty: "cpu"
 };
@@ -465,7 +467,7 @@ class Recorder {
 
   // A new value of tensor t (-1: failed at the values limit).
   int64_t new_value(const at::Tensor& t, int64_t prod, Extras&& extra,
-                    int64_t version, std::string label_name = std::string()) {
+                    int64_t version, const std::pair<std::string, std::string>* label = nullptr) {
     int64_t vid = n_values;
     if (vid >= max_values) {
       fail("max_values", max_values, vid + 1, "");
@@ -488,7 +490,7 @@ class Recorder {
       row.bytes = t.numel() * static_cast<int64_t>(t.element_size());
     }
     row.extra = std::move(extra);
-    row.label_name = std::move(label_name);
+    row.label = label;
     ensure_dtype(t);
     values.push_back(std::move(row));
     ++n_values;
@@ -568,18 +570,18 @@ class Recorder {
     }
     auto lab = labels.find(impl);
     Extras extra;
-    std::string name;
+    const std::pair<std::string, std::string>* label = nullptr;
     int8_t kind = -1;
     if (lab != labels.end()) {
       const std::string& k = lab->second.first;
       kind = k == "param" ? kParam : k == "buffer" ? kBuffer : k == "input" ? kInput : kOtherLabel;
       extra.emplace_back(kind, 0);
-      name = kind == kOtherLabel ? k + std::string(1, '\0') + lab->second.second : lab->second.second;
+      label = &lab->second;
     } else {
       extra.emplace_back(kExternal, 1);
     }
     if (t.requires_grad()) extra.emplace_back(kRequiresGrad, 1);
-    int64_t vid = new_value(t, -1, std::move(extra), version_of(t), name);
+    int64_t vid = new_value(t, -1, std::move(extra), version_of(t), label);
     if (vid < 0) return -1;
     if (stats_on && floating(t)) {
       if (kind == kParam && params_later) later(vid, t);
@@ -1423,7 +1425,7 @@ class Recorder {
     const auto& outputs = fn.outputs();
     const at::Tensor* first = row.first.defined() ? &row.first : nullptr;
     int64_t first_vid = row.first_vid;
-    std::vector<const c10::TensorImpl*> returned;
+    c10::SmallVector<const c10::TensorImpl*, 4> returned;
     auto produce = [&](const at::Tensor& t, bool single) {
       int64_t vid = single ? produced(t, nid, first, first_vid) : produced(t, nid);
       if (vid >= 0) row.outputs.push_back(vid);
@@ -1675,15 +1677,14 @@ class Recorder {
         case kVersionOf: set_new(m, K.version_of, PyLong_FromLongLong(e.second)); break;
         case kWrittenBy: set_new(m, K.written_by, PyLong_FromLongLong(e.second)); break;
         case kChangedOutside: PyDict_SetItem(m, K.changed, Py_True); break;
-        case kParam: set_new(m, K.param, PyUnicode_FromString(r.label_name.c_str())); break;
-        case kBuffer: set_new(m, K.buffer, PyUnicode_FromString(r.label_name.c_str())); break;
-        case kInput: set_new(m, K.input, PyUnicode_FromString(r.label_name.c_str())); break;
+        case kParam: set_new(m, K.param, PyUnicode_FromString(r.label->second.c_str())); break;
+        case kBuffer: set_new(m, K.buffer, PyUnicode_FromString(r.label->second.c_str())); break;
+        case kInput: set_new(m, K.input, PyUnicode_FromString(r.label->second.c_str())); break;
         case kExternal: PyDict_SetItem(m, K.external, Py_True); break;
         case kRequiresGrad: PyDict_SetItem(m, K.requires_grad, Py_True); break;
         case kOtherLabel: {
-          auto cut = r.label_name.find('\0');
-          PyObject* k = PyUnicode_FromString(r.label_name.substr(0, cut).c_str());
-          set_new(m, k, PyUnicode_FromString(r.label_name.substr(cut + 1).c_str()));
+          PyObject* k = PyUnicode_FromString(r.label->first.c_str());
+          set_new(m, k, PyUnicode_FromString(r.label->second.c_str()));
           Py_DECREF(k);
           break;
         }
