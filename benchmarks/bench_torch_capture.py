@@ -39,8 +39,13 @@ exact and measured within the forward, the parameters' measured after the graph 
 (issue 51), the file's encode not included; the suite prints exactly what each row times
 (``WHAT_IS_TIMED``). Beside it: the graph and its encode ("+ encode"), the graph and the
 parameters' statistics together ("+ parameters after"), and every parameter measured in
-the forward as before ("parameters in forward"). The load average is printed before and
-after (the machine is shared: quote figures with their load).
+the forward as before ("parameters in forward"). Last, the native recorder with statistics
+off as a user's capture runs: each capture and each plain forward in a child freshly
+forked from the benchmark (the warm worker forks one child per capture), where every page
+either writes is a first touch or a copy-on-write; in one long-lived process the heap is
+warm but glibc gives its top back and faults it in again from run to run. The load
+average is printed before and after (the machine is shared: quote figures with their
+load).
 
 **Scaling** (``--scaling``): a deep ``ModuleList`` of small blocks (written here)
 captured at about 1k, 10k and 100k ops (``--sizes``, ops wanted): capture CPU and the
@@ -289,12 +294,42 @@ def cpu_of(fn) -> tuple[float, object]:
     return time.process_time() - c, result
 
 
-def pairs(plain, variants: dict, repeat: int) -> dict:
+def in_child(fn) -> tuple[float, object]:
+    """``fn``'s CPU seconds in a child forked from this process, as the warm worker runs
+    each capture (capture.worker.zygote): its heap and its Python objects as the fork
+    left them, so each page it writes is a first touch or a copy. The result stays in
+    the child (None here)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: time fn, report, leave without running the parent's exit
+        code = 1
+        try:
+            os.close(r)
+            c = time.process_time()
+            fn()
+            os.write(w, repr(time.process_time() - c).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 64):
+        data += chunk
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if not data or os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"the forked child failed (exit status {os.waitstatus_to_exitcode(status)})")
+    return float(data), None
+
+
+def pairs(plain, variants: dict, repeat: int, measure=None) -> dict:
     """Each variant against its own plain forwards, A/B-interleaved: ``repeat`` pairs per
     variant (plain then variant, or variant then plain, alternately), all variants
     taking turns in every round so that load from elsewhere hits them alike. Per variant:
     the median of the pairs' CPU ratios and differences, the least CPU seconds of both,
-    its last result (or the exception it raised)."""
+    its last result (or the exception it raised). ``measure`` times one call (default:
+    in this process; :func:`in_child`: each call in a forked child)."""
+    measure = measure or cpu_of
     out = {k: {"ratios": [], "diffs": [], "cpu": [], "plain": [], "result": None, "error": None} for k in variants}
     for r in range(repeat):
         for key, fn in variants.items():
@@ -303,11 +338,11 @@ def pairs(plain, variants: dict, repeat: int) -> dict:
                 continue
             try:
                 if (r + len(row["cpu"])) % 2:
-                    c_v, res = cpu_of(fn)
-                    c_p, _ = cpu_of(plain)
+                    c_v, res = measure(fn)
+                    c_p, _ = measure(plain)
                 else:
-                    c_p, _ = cpu_of(plain)
-                    c_v, res = cpu_of(fn)
+                    c_p, _ = measure(plain)
+                    c_v, res = measure(fn)
             except Exception as exc:  # noqa: BLE001 - a peer that cannot run this model says why
                 row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:120]
                 continue
@@ -501,6 +536,9 @@ def suite(args) -> None:
                 got = pairs(lambda: model(x), variants, args.repeat)
                 if batch == 1 and not args.no_peers and not args.off_only:
                     got.update(export_pairs(model, x, args.repeat))
+                if batch == 1 and "native off" in variants and hasattr(os, "fork"):
+                    got.update(pairs(lambda: model(x), {"native off, forked": variants["native off"]}, args.repeat,
+                                     measure=in_child))
             n_ops = len(got["off"]["result"].nodes)
             rows.append((name, batch, threads, n_ops, got))
             print_row(name, batch, threads, n_ops, got)
@@ -551,6 +589,13 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
         else:
             print(f"  {'TensorViz above the floor':26}{'':9}{own['off']:9.1f}{'':9}   us/op stats off")
     print_native_floor(got, n_ops)
+    forked = got.get("native off, forked")
+    if forked and forked.get("error"):
+        print(f"  {'native off, forked child':26}   failed: {forked['error']}")
+    elif forked:
+        print(f"  {'native off, forked child':26}{forked['ratio']:9.2f}{forked['diff'] / n_ops * 1e6:9.1f}"
+              f"{forked['cpu_best']:9.4f}   each capture and plain forward in a fresh child of this process, as the "
+              f"worker runs a capture (plain {forked['plain_best']:.4f} s there)")
     extra = {"on+encode": ("stats on + encode", "the graph, then its file's bytes (graphfile.encode)"),
              "on+after": ("stats on + parameters after", "the graph, then the parameters' statistics (the worker's whole work)"),
              "on, now": ("stats on, parameters in forward", "every parameter measured before the graph (before issue 51)")}
@@ -559,7 +604,8 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
         if row and not row.get("error"):
             print(f"  {label:26}{row['ratio']:9.2f}{row['diff'] / n_ops * 1e6:9.1f}{row['cpu_best']:9.4f}   {what}")
     for key, row in got.items():
-        if key in ("on", "off", "native on", "native off", "floor", *extra) or key.startswith("floor:"):
+        if key in ("on", "off", "native on", "native off", "native off, forked", "floor", *extra) \
+                or key.startswith("floor:"):
             continue
         if row.get("error"):
             print(f"  {key:26}   failed: {row['error']}")
