@@ -158,8 +158,7 @@ class Pair(nn.Module):
 
     def forward(self, x: torch.Tensor) -> Any:
         y = self.fc(x)
-        out = [y, None, 3, 0.5, "mean", True, y, x] if self.as_list else (y, None)
-        return out
+        return [y, None, 3, 0.5, "mean", True, y, x] if self.as_list else (y, None)
 
 
 class Named(NamedTuple):
