@@ -39,7 +39,6 @@ from typing import Any, Callable, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
-from torch.utils._pytree import tree_leaves
 
 from ..graph.meta import MemoryEstimate
 from ..worker.errors import CaptureError
@@ -210,20 +209,42 @@ class BuildGuard(TorchDispatchMode):
         out = func(*args, **kwargs)
         if self.tripped:
             return out
+        made: list[Any] = []
+        _tensors(out, made)
+        if not made:
+            return out
         seen = self._seen
-        for t in tree_leaves((args, kwargs)):  # views of these allocate nothing
-            if isinstance(t, torch.Tensor):
-                seen.add(_storage_id(t))
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor):
-                key = _storage_id(t)
-                if key not in seen:
-                    seen.add(key)
-                    self.allocated += _storage_bytes(t)
+        inputs: list[Any] = []
+        _tensors(args, inputs)
+        _tensors(kwargs, inputs)
+        for t in inputs:  # views of these allocate nothing
+            seen.add(_storage_id(t))
+        for t in made:
+            key = _storage_id(t)
+            if key not in seen:
+                seen.add(key)
+                self.allocated += _storage_bytes(t)
         if self.allocated > self.threshold:
             self.tripped = True
             self.on_trip(self.allocated)
         return out
+
+
+def _tensors(obj: Any, into: list[Any]) -> None:
+    """The tensors of an op's arguments or result (an ATen op's: tensors, lists and tuples
+    of them, a kwargs dict), in order. ``torch.utils._pytree.tree_leaves`` did this at
+    ~20 us a call: the guard doubled the build of a model of many small modules (17,000
+    parameters: 1.4 -> 2.8 s)."""
+    if isinstance(obj, torch.Tensor):
+        into.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            if isinstance(x, (torch.Tensor, list, tuple, dict)):
+                _tensors(x, into)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            if isinstance(x, (torch.Tensor, list, tuple, dict)):
+                _tensors(x, into)
 
 
 def _storage_id(t: Any) -> int:

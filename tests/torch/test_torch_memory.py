@@ -171,3 +171,25 @@ def test_plain_tensors_a_constructor_keeps_are_counted_before_the_build(mws):
     assert (err.error_type, err.stage, d["phase"]) == ("MemoryError", "limit", "estimate")
     assert d["other_bytes"] == 2 << 30 and d["others"] == 8
     assert "2 GiB of other tensors its modules keep (8)" in err.message
+
+
+def test_the_build_guard_counts_each_new_storage_once():
+    """What the eager build allocates: each new storage's bytes once (a tensor, the
+    tensors of a list an op returns), not a view of what an op was given, not an in-place
+    write; past the threshold it calls ``on_trip`` once."""
+    from capture.torch.memory import BuildGuard
+
+    trips: list[int] = []
+    with BuildGuard(4_000, trips.append) as guard:
+        a = torch.empty(100)  # 400 bytes
+        a.uniform_()  # in place: nothing new
+        a.view(10, 10).t()  # views: nothing new
+        parts = torch.split(a, 50)  # views, returned as a list
+        b, c = torch.ones(2, 50).unbind(0)  # ones: 400 bytes; unbind's views: nothing new
+        copies = [p.clone() for p in parts]  # 2 x 200 bytes
+        assert (guard.allocated, trips) == (400 + 400 + 400, [])
+        big = torch.zeros(1000)  # 4,000 bytes: past the threshold
+        assert trips == [5_200] and guard.tripped
+        torch.zeros(1000)  # after the trip: no more counting, no second call
+    assert trips == [5_200] and guard.allocated == 5_200
+    del b, c, copies, big
