@@ -208,7 +208,13 @@ class TorchTrace(TraceValues, TraceFrames):
         """Name ``root``'s submodules (attribute paths for module groups) and label its
         parameters and buffers (``measured.param`` / ``measured.buffer``)."""
         # One walk over the modules (named_parameters and named_buffers would each walk
-        # them again): parameters labelled first, then buffers, in the same order.
+        # them again): parameters labelled first, then buffers, in the same order. With the
+        # cyclic collector paused (a label per parameter is a few allocations: a model of
+        # 57,000 parameters ran full collections over itself, 0.36 s of 0.44 s).
+        with gc_pause.paused():
+            self._label_modules(root, prefix)
+
+    def _label_modules(self, root: torch.nn.Module, prefix: str) -> None:
         modules = list(root.named_modules(remove_duplicate=False, prefix=prefix))
         for name, mod in modules:
             self._paths.setdefault(id(mod), name)
@@ -701,13 +707,13 @@ class TorchTrace(TraceValues, TraceFrames):
     def finish(self) -> None:
         """Fetch deferred statistics, list aliases per value, sum output bytes per group.
         Call once, after the last recording (with the cyclic collector paused: the work
-        allocates a list per aliased value, which made it run full collections over the
-        whole graph)."""
-        if self.statistics is not None:
-            if self._native is not None:
-                self.statistics.skipped += self._native.skipped
-            self.statistics.finish()
+        allocates a list per aliased value and a dict per measured batch, which made it
+        run full collections over the whole graph)."""
         with gc_pause.paused():
+            if self.statistics is not None:
+                if self._native is not None:
+                    self.statistics.skipped += self._native.skipped
+                self.statistics.finish()
             self._list_aliases()
             if not self.abstract:  # nothing was allocated in an abstract run: no bytes to sum
                 self._sum_output_bytes()
