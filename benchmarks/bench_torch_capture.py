@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import importlib.util
 import math
@@ -301,9 +302,11 @@ def cpu_of(fn) -> tuple[float, object]:
 def in_child(fn) -> tuple[float, object]:
     """``fn``'s CPU seconds in a child forked from this process, as the warm worker runs
     each capture (capture.worker.zygote): its heap and its Python objects as the fork
-    left them, so each page it writes is a first touch or a copy. The result stays in
-    the child (None here)."""
+    left them, so each page it writes is a first touch or a copy, and the objects made
+    before the fork frozen, as that parent freezes them. The result stays in the child
+    (None here)."""
     r, w = os.pipe()
+    gc.freeze()  # as the warm worker's parent does before each fork
     pid = os.fork()
     if pid == 0:  # the child: time fn, report, leave without running the parent's exit
         code = 1
@@ -315,6 +318,7 @@ def in_child(fn) -> tuple[float, object]:
             code = 0
         finally:
             os._exit(code)
+    gc.unfreeze()  # this process as it was
     os.close(w)
     data = b""
     while chunk := os.read(r, 64):

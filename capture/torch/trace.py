@@ -269,6 +269,13 @@ class TorchTrace(TraceValues, TraceFrames):
         # generations only, every CHECKPOINT_OPS ops (_checkpoint): full collections over
         # the trace's own growing graph made a 10,000-op capture 15% slower (and grew
         # with the op count); the model's cyclic garbage is still freed as it goes.
+        # Objects frozen before (the warm worker's child: its parent froze the preloaded
+        # libraries so that collections leave their shared pages alone) stay frozen, and
+        # so does what the recording made: unfreezing would thaw the parent's too, and the
+        # child's next full collections walked them all (transformers loaded: two in the
+        # steps after a capture, 0.46 s), writing to every page it shares (as
+        # capture.jax.convert keeps them).
+        thaw = gc.get_freeze_count() == 0
         gc.freeze()
         # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
         self._outer_frame = sys._getframe(2)
@@ -290,12 +297,14 @@ class TorchTrace(TraceValues, TraceFrames):
                         self._freeze()
                     # What the recording made and kept (the graph: values, nodes, their
                     # dicts and lists, since the last _checkpoint) goes straight to the
-                    # oldest generation with the frozen objects (unfreeze, below) instead of
+                    # oldest generation with the frozen objects (unfreeze, below; or stays
+                    # frozen with them where objects were frozen before) instead of
                     # being walked by the young collection that the first allocation after
                     # the pause would run: that walk was ~7% of a capture's CPU time. Cyclic
                     # garbage among them waits for a full collection.
         finally:
-            gc.unfreeze()
+            if thaw:
+                gc.unfreeze()
             self._outer_frame = None
             self._stack = [entry[:3] + (None, None) for entry in self._stack]  # drop frame refs
             if native is not None:
