@@ -740,16 +740,21 @@ def scaling(args) -> None:
         model = DeepStack(blocks).eval()
         x = torch.randn(1, 8, 16)
         repeat = args.repeat if wanted <= 10_000 else max(2, args.repeat // 2)
-        fns = {"plain": lambda: model(x), "capture": lambda: capture_once(model, x, True, files)}
-        if native:
-            fns["native"] = lambda: capture_once(model, x, True, files, recorder="native")
         with torch.no_grad():
             model(x)
-            wall, cpu, results = interleaved(fns, repeat)
-        cap = results["capture"]
+            wall, cpu, results = interleaved({"plain": lambda: model(x),
+                                              "capture": lambda: capture_once(model, x, True, files)}, repeat)
+        cap = results.pop("capture")
         best_enc = min(cpu_of(lambda: graphfile.encode(cap))[0] for _ in range(repeat))
         data = graphfile.encode(cap)
         n = len(cap.nodes)
+        cap = None  # no graph alive while the native recorder is measured
+        if native:  # on its own, with no other graph alive (the Python recorder's: millions of objects)
+            with torch.no_grad():
+                _, nat, _ = interleaved({"plain": lambda: model(x),
+                                         "native": lambda: len(capture_once(model, x, True, files,
+                                                                            recorder="native").nodes)}, repeat)
+            cpu["native"], cpu["native plain"] = nat["native"], nat["plain"]
         sizes.append(n)
         cap_s.append(cpu["capture"])
         enc_s.append(best_enc)
@@ -758,7 +763,7 @@ def scaling(args) -> None:
                 f"{best_enc / n * 1e6:8.1f}{len(data) / 1e6:9.1f}")
         if native:
             nat_s.append(cpu["native"])
-            over = (cpu["native"] - cpu["plain"]) / n * 1e6
+            over = (cpu["native"] - cpu["native plain"]) / n * 1e6
             line += f"{cpu['native']:10.3f}{over:12.1f}  ({'meets' if over <= TARGET_US_ON else 'misses'})"
         print(line)
     if len(sizes) > 1:
