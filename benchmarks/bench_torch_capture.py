@@ -97,7 +97,7 @@ import torch  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from capture.graph import graphfile  # noqa: E402
+from capture.graph import gc_pause, graphfile  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
 from capture.torch import stats as stats_module  # noqa: E402
 from capture.torch.saved import load_checkpoint  # noqa: E402
@@ -311,6 +311,7 @@ def in_child(fn) -> tuple[float, object]:
     if pid == 0:  # the child: time fn, report, leave without running the parent's exit
         code = 1
         try:
+            gc_pause.freeze_for_fork()  # this child keeps them frozen, as the worker's does
             os.close(r)
             c = time.process_time()
             fn()

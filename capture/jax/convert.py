@@ -72,6 +72,7 @@ from .cost import count
 from .frame_table import FrameTable
 from .module_groups import MODULE_MARKER, ModuleGroups
 from .shardings import JaxShardings
+from ..graph import gc_pause
 from ..graph.gc_pause import paused
 from ..graph.sharding import collective_record, nbytes
 from ..graph.meta import CaptureMeta, Constant
@@ -755,9 +756,8 @@ def _to_oldest_generation() -> None:
     ``unfreeze`` moves every tracked object there, in constant time. Where objects were
     frozen already (the warm worker's child, frozen by its parent to keep pages shared),
     they stay frozen, and so do these.)"""
-    frozen = gc.get_freeze_count()
     gc.freeze()
-    if not frozen:
+    if not gc_pause.frozen_kept():
         gc.unfreeze()
 
 

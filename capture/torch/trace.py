@@ -275,7 +275,7 @@ class TorchTrace(TraceValues, TraceFrames):
         # child's next full collections walked them all (transformers loaded: two in the
         # steps after a capture, 0.46 s), writing to every page it shares (as
         # capture.jax.convert keeps them).
-        thaw = gc.get_freeze_count() == 0
+        thaw = not gc_pause.frozen_kept()
         gc.freeze()
         # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
         self._outer_frame = sys._getframe(2)
@@ -285,7 +285,7 @@ class TorchTrace(TraceValues, TraceFrames):
                 mode: Any = nullcontext()
             else:
                 mode = _mode_class()(self)
-            with gc_pause.paused(), mode, (FunctionCalls(self) if self.functions else nullcontext()):
+            with gc_pause.hold(), gc_pause.paused(), mode, (FunctionCalls(self) if self.functions else nullcontext()):
                 try:
                     yield self
                 finally:

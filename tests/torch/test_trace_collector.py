@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from capture.graph import gc_pause  # noqa: E402
 from capture.torch import trace as trace_module  # noqa: E402
 from capture.torch.trace import TorchTrace  # noqa: E402
 from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
@@ -127,13 +128,14 @@ def test_labelling_a_large_model_and_finishing_run_no_collection(tmp_path):
     assert sum("param" in v.measured for v in trace.b.values) == 3000
 
 
-def test_objects_frozen_before_the_recording_stay_frozen(tmp_path):
+def test_objects_frozen_before_the_recording_stay_frozen(tmp_path, monkeypatch):
     """The warm worker's child runs with its parent's preloaded libraries frozen (so that
     collections leave their shared pages alone): a recording must not thaw them. It did
     (freeze, record, unfreeze all): the child's next full collections walked every one of
     them (transformers loaded: 0.46 s in the steps after a capture)."""
     gc.collect()
-    gc.freeze()
+    monkeypatch.setattr(gc_pause, "_fork_frozen", False)
+    gc_pause.freeze_for_fork()  # as the warm worker's parent, before it forks the capture's child
     try:
         before = gc.get_freeze_count()
         trace = TorchTrace(WorkspaceFiles(tmp_path))
