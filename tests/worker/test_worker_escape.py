@@ -225,6 +225,10 @@ def capture(ws, pool, model, tmp_path, **kw) -> tuple[Capture, bool, int | None]
 @pytest.mark.parametrize("model", ["escape:detached_hang", "escape:double_fork_hang"])
 def test_a_detached_process_does_not_hold_the_deadline(ws, pool, tmp_path, model):
     c, lived_out, escaped = capture(ws, pool, model, tmp_path, timeout=3)
+    if escaped is None:
+        # The worker's start outlasted the short deadline (a loaded machine: the full
+        # suite at load 6.7 on 2 cores once): again, with room to reach the model.
+        c, lived_out, escaped = capture(ws, pool, model, tmp_path, timeout=12)
     assert (c.failure.stage, c.failure.type) == ("deadline", "DeadlineExceeded")
     # Before the fix: blocked on the log pipe until the 120 s child died. (How long from
     # the deadline to the failure: benchmarks/bench_hostile.py.)
