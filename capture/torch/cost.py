@@ -59,6 +59,7 @@ from ..graph.symbols import evaluate as _evaluate
 from ..graph.symbols import fixed_symbols
 from ..units import COUNT_LIMIT, OVERFLOW_REASON
 from .dtensors import BOUNDARY_OPS
+from .tensors import tensors_of
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -508,14 +509,14 @@ class TorchCosts:
                 return 2 * a.shape[0] * a.shape[1] * b.shape[1]
             return 2 * out.numel() * a.shape[-1]  # each output element: one group's dot product over K
         if kind == "cumulative" or kind == "selection":
-            ins = _tensors(args)
+            ins = tensors_of(args)
             return ins[0].numel() if ins else 0
         if kind == "pointwise" or kind == "foreach" or kind == "random":
-            return sum(t.numel() for t in _tensors(out)) if kind == "foreach" else max(
-                (t.numel() for t in _tensors(out)), default=0)
+            return sum(t.numel() for t in tensors_of(out)) if kind == "foreach" else max(
+                (t.numel() for t in tensors_of(out)), default=0)
         if kind == "reduction":
-            ins = _tensors(args)
-            return max(ins[0].numel() - max((t.numel() for t in _tensors(out)), default=1), 0) if ins else 0
+            ins = tensors_of(args)
+            return max(ins[0].numel() - max((t.numel() for t in tensors_of(out)), default=1), 0) if ins else 0
         if kind == "scatter-add":
             base = op._schema.name.split("::")[-1]
             name = _SCATTER_ADD[base]
@@ -589,7 +590,7 @@ def conv_flops(op: Any, args: tuple, kwargs: dict, out: Any) -> int:
         mask = arg("output_mask", [True, True, True])
         return forward * (int(bool(mask[0])) + int(bool(mask[1])))
     x = arg("input", arg("self"))
-    result = _tensors(out)[0]
+    result = tensors_of(out)[0]
     return 2 * (x.numel() if transposed else result.numel()) * per_product
 
 
@@ -722,16 +723,6 @@ def _literal(x: Any, name: str) -> Any:
     if isinstance(x, list):
         return [_literal(y, name) for y in x]
     return x
-
-
-def _tensors(tree: Any) -> list:
-    if isinstance(tree, torch.Tensor):
-        return [tree]
-    if isinstance(tree, (list, tuple)):
-        return [t for x in tree for t in _tensors(x)]
-    if isinstance(tree, dict):
-        return [t for x in tree.values() for t in _tensors(x)]
-    return []
 
 
 def _hashable(x: Any) -> Any:
