@@ -154,6 +154,7 @@ class TorchTrace(TraceValues, TraceFrames):
         self._labels: dict[int, tuple[str, str]] = {}
         self._label_keep: list[_Tensor] = []
         self._paths: dict[int, str] = {}
+        self._modules_seen: list[torch.nn.Module] = []  # each labelled module once, for the native module calls
         self._calls: dict[int, int] = {}
         # Open groups: (group id, attribute path used to name children, id of the module,
         # the Python frame that called the innermost open module and that call's frame id).
@@ -217,7 +218,9 @@ class TorchTrace(TraceValues, TraceFrames):
     def _label_modules(self, root: torch.nn.Module, prefix: str) -> None:
         modules = list(root.named_modules(remove_duplicate=False, prefix=prefix))
         for name, mod in modules:
-            self._paths.setdefault(id(mod), name)
+            if id(mod) not in self._paths:
+                self._paths[id(mod)] = name
+                self._modules_seen.append(mod)
         for name, mod in modules:
             for key, p in mod._parameters.items():
                 if p is None:
@@ -261,6 +264,9 @@ class TorchTrace(TraceValues, TraceFrames):
                                                                           self._guard(self._post_hook))
         pre = mm.register_module_forward_pre_hook(pre_hook)
         post = mm.register_module_forward_hook(post_hook, always_call=True)
+        # The model's own modules call those hooks from C++ (NativeRecording.bind_module_calls),
+        # not through Module._call_impl: the same calls, without its Python.
+        bound = native.bind_module_calls(self._modules_seen) if native is not None else None
         self._active = True
         # The trace allocates ~10 small objects per op: enough to trigger full cyclic
         # collections, each walking every object of torch and the model (~0.1 s per
@@ -310,6 +316,8 @@ class TorchTrace(TraceValues, TraceFrames):
             if native is not None:
                 native.stop()
             self._active = False
+            if bound is not None:
+                native.unbind_module_calls(bound)
             pre.remove()
             post.remove()
 

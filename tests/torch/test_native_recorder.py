@@ -346,6 +346,32 @@ class ModuleCalls(nn.Module):
         return made_here(d["y"]) + self.shared(x)
 
 
+class OwnHooks(nn.Module):
+    """Module calls the native recorder leaves to ``Module._call_impl``: a child with hooks
+    of its own (a pre-hook changing its argument, a hook changing its result), a hook
+    registered in the forward and removed again, and a global hook registered in the
+    forward (every module call after it goes through ``_call_impl`` until it is removed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c, self.d = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)
+        self.a.register_forward_pre_hook(lambda m, args: (args[0] + 1,))
+        self.a.register_forward_hook(lambda m, args, out: out * 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)
+        handle = self.b.register_forward_hook(lambda m, args, out: out.relu())
+        y = self.b(y)
+        handle.remove()
+        y = self.b(y)
+        seen = torch.nn.modules.module.register_module_forward_hook(lambda m, args, out: None)
+        try:
+            y = self.c(y)
+        finally:
+            seen.remove()
+        return self.d(y)
+
+
 PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "in-place ops and writes through views": (InPlace, lambda: (torch.randn(2, 8),)),
     "views and their statistics": (Views, lambda: (torch.randn(3, 6),)),
@@ -360,6 +386,7 @@ PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "attention": (Sdpa, lambda: (torch.randn(1, 3, 8),)),
     "a one-kernel call last, after a write through a view": (LastAfterWrite, lambda: (torch.randn(2, 3),)),
     "module calls named and closed every way": (ModuleCalls, lambda: (torch.randn(2, 8),)),
+    "module calls with hooks of their own": (OwnHooks, lambda: (torch.randn(2, 4),)),
 }
 
 
@@ -382,6 +409,43 @@ class WritesInPlace(nn.Module):
         a, b = x * 1, x + 1
         torch._foreach_mul_([a, b], 2.0)
         return self.bn(a + b)
+
+
+def test_the_models_module_calls_skip_call_impl_while_recording_and_are_restored(native, monkeypatch):
+    """While the native recorder records, the model's modules are called from C++ (their
+    ``_compiled_call_impl``), not by ``Module._call_impl``; afterwards they are as they
+    were, and a module given a ``_compiled_call_impl`` of its own keeps it throughout."""
+    callers: list[str] = []
+
+    class Probe(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            callers.append(sys._getframe(1).f_code.co_name)
+            return x + 1
+
+    class Holder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.p, self.q = Probe(), Probe()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.q(self.p(x))
+
+    model = Holder()
+    own_calls: list[int] = []
+
+    def own(*args: Any, **kwargs: Any) -> Any:
+        own_calls.append(1)
+        return nn.Module._call_impl(model.q, *args, **kwargs)
+
+    model.q._compiled_call_impl = own
+    for recorder, caller in (("python", "inner"), ("native", "_wrapped_call_impl")):
+        callers.clear()
+        cap, _ = capture(model, (torch.randn(2, 3),), recorder, monkeypatch)
+        assert callers == [caller, "inner"], recorder  # p: as the recorder calls it; q: through its own
+        assert "_compiled_call_impl" not in model.__dict__ and "_compiled_call_impl" not in model.p.__dict__
+        assert model.q._compiled_call_impl is own
+        assert [g.name for g in cap.groups if g.kind == "module"] == ["Holder", "p", "q"]
+    assert len(own_calls) == 2
 
 
 def test_arguments_written_but_not_returned_are_new_versions(native, monkeypatch):

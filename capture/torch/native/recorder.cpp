@@ -969,6 +969,14 @@ class Recorder {
   } hooks;
   std::vector<int8_t> frame_library;  // per frame id: -1 not read yet, else Frame.library
 
+  // Module calls made here rather than by Module._call_impl (module_call_fast): torch's
+  // own _call_impl, the global hook dicts (of which exactly the recorder's two must be
+  // registered) and the attribute names read per call.
+  struct ModuleCalls {
+    py::object call_impl, fwd, fwd_pre, bwd, bwd_pre;
+    py::object forward_name, own_hooks[4];
+  } mc;
+
   bool library_frame(int64_t fid) {
     if (fid < 0) return false;
     if (static_cast<size_t>(fid) >= frame_library.size()) frame_library.resize(fid + 1, -1);
@@ -1941,6 +1949,115 @@ PyMethodDef torch_function_def = {"torch_function", reinterpret_cast<PyCFunction
                                   METH_FASTCALL | METH_KEYWORDS,
                                   "The native recorder's __torch_function__ (Recorder::torch_function)."};
 
+// The Python error for the C++ exception being handled (call only inside a catch block).
+void set_error_from_cpp() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "unknown error in the native recorder");
+  }
+}
+
+// Whether Module._call_impl would do nothing for this call but run the recorder's two
+// global hooks around forward: no hook of the module's own, no backward hook, and no
+// global hook but the recorder's.
+bool module_call_plain(Recorder& r, PyObject* module) {
+  auto& m = r.mc;
+  if (PyDict_GET_SIZE(m.fwd.ptr()) != 1 || PyDict_GET_SIZE(m.fwd_pre.ptr()) != 1 || PyDict_GET_SIZE(m.bwd.ptr()) != 0 ||
+      PyDict_GET_SIZE(m.bwd_pre.ptr()) != 0)
+    return false;
+  for (const py::object& name : m.own_hooks) {
+    PyObject* d = PyObject_GetAttr(module, name.ptr());
+    if (!d) {
+      PyErr_Clear();
+      return false;
+    }
+    Py_ssize_t n = PyDict_Check(d) ? PyDict_GET_SIZE(d) : -1;
+    Py_DECREF(d);
+    if (n != 0) return false;
+  }
+  return true;
+}
+
+// After the pre-hook or forward raised: what _call_impl does then, the recorder's
+// always-called post-hook run with no result (an error it raises becomes a warning), and
+// the first error raised again.
+PyObject* module_call_failed(Recorder& r, PyObject* module) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type && PyErr_GivenExceptionMatches(type, PyExc_Exception)) {
+    try {
+      r.post_hook(module, Py_None);
+    } catch (...) {
+      set_error_from_cpp();
+      PyObject *t2, *v2, *tb2;
+      PyErr_Fetch(&t2, &v2, &tb2);
+      PyErr_NormalizeException(&t2, &v2, &tb2);
+      PyObject* text = v2 ? PyObject_Str(v2) : nullptr;
+      if (!text) PyErr_Clear();
+      if (PyErr_WarnFormat(PyExc_UserWarning, 1,
+                           "global module forward hook with ``always_call=True`` raised an exception that was "
+                           "silenced as another error was raised in forward: %S",
+                           text ? text : Py_None) < 0)
+        PyErr_Clear();
+      Py_XDECREF(text);
+      Py_XDECREF(t2);
+      Py_XDECREF(v2);
+      Py_XDECREF(tb2);
+    }
+  }
+  PyErr_Restore(type, value, tb);
+  return nullptr;
+}
+
+// A module call while the recorder records, bound to each of the model's modules as its
+// _compiled_call_impl (NativeRecording.bind_module_calls), which Module._wrapped_call_impl
+// calls instead of Module._call_impl: the recorder's pre-hook, forward, its post-hook,
+// as _call_impl runs them with the recorder's global hooks registered, without that
+// function's ~8 us of Python per call. Anything else _call_impl would do (a hook of the
+// module's own, a backward hook, another global hook, another thread, no recording)
+// calls _call_impl itself.
+PyObject* module_call_fast(PyObject* self, PyObject* const* argv, Py_ssize_t nargsf, PyObject* kwnames) {
+  auto* holder = static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(self, "tensorviz.recorder"));
+  if (!holder) return nullptr;
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "a module call needs its module");
+    return nullptr;
+  }
+  Recorder& r = **holder;
+  PyObject* module = argv[0];
+  if (active != &r || !tl_owner || tl_inside || !module_call_plain(r, module))
+    return PyObject_Vectorcall(r.mc.call_impl.ptr(), argv, nargs, kwnames);
+  try {
+    r.pre_hook(module);
+  } catch (...) {
+    set_error_from_cpp();
+    return module_call_failed(r, module);
+  }
+  PyObject* forward = PyObject_GetAttr(module, r.mc.forward_name.ptr());
+  if (!forward) return module_call_failed(r, module);
+  PyObject* out = PyObject_Vectorcall(forward, argv + 1, nargs - 1, kwnames);
+  Py_DECREF(forward);
+  if (!out) return module_call_failed(r, module);
+  try {
+    r.post_hook(module, out);
+  } catch (...) {
+    Py_DECREF(out);
+    set_error_from_cpp();
+    return nullptr;
+  }
+  return out;
+}
+
+PyMethodDef module_call_def = {"module_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&module_call_fast)),
+                               METH_FASTCALL | METH_KEYWORDS,
+                               "A module call while the native recorder records (module_call_fast)."};
+
 }  // namespace
 
 // ------------------------------------------------------------------ Python API
@@ -2140,6 +2257,32 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         }
         py::object owner = py::reinterpret_steal<py::object>(cap);
         PyObject* fn = PyCFunction_NewEx(&torch_function_def, owner.ptr(), nullptr);
+        if (!fn) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(fn);
+      })
+      .def("module_call", [](PyRecorder& self, py::dict cfg) {
+        // module_call_fast over this recorder, to be bound to each module (types.MethodType)
+        auto& m = self.r->mc;
+        m.call_impl = cfg["call_impl"];
+        m.fwd = cfg["forward_hooks"];
+        m.fwd_pre = cfg["forward_pre_hooks"];
+        m.bwd = cfg["backward_hooks"];
+        m.bwd_pre = cfg["backward_pre_hooks"];
+        for (const py::object* d : {&m.fwd, &m.fwd_pre, &m.bwd, &m.bwd_pre})
+          if (!PyDict_Check(d->ptr())) throw std::invalid_argument("module_call: the global hooks must be dicts");
+        m.forward_name = py::str("forward");
+        const char* own[4] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
+        for (int i = 0; i < 4; ++i) m.own_hooks[i] = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(own[i]));
+        auto* holder = new std::shared_ptr<Recorder>(self.r);
+        PyObject* cap = PyCapsule_New(holder, "tensorviz.recorder", [](PyObject* c) {
+          delete static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(c, "tensorviz.recorder"));
+        });
+        if (!cap) {
+          delete holder;
+          throw py::error_already_set();
+        }
+        py::object owner = py::reinterpret_steal<py::object>(cap);
+        PyObject* fn = PyCFunction_NewEx(&module_call_def, owner.ptr(), nullptr);
         if (!fn) throw py::error_already_set();
         return py::reinterpret_steal<py::object>(fn);
       })

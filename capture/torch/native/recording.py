@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import sys
+import types
 import weakref
 from typing import Any, Callable
 
@@ -241,6 +242,45 @@ class NativeRecording:
             "tensor": torch.Tensor, "group": Group, "max_groups": b.limits.max_groups,
         })
         return self.rec.pre_hook, self.rec.post_hook
+
+    def bind_module_calls(self, modules: list[torch.nn.Module]) -> list[tuple[torch.nn.Module, Any]]:
+        """Make the recorder's own module call (``module_call_fast`` in recorder.cpp) each
+        module's ``_compiled_call_impl``, which ``Module._wrapped_call_impl`` calls instead
+        of ``Module._call_impl``: the recorder's two global hooks (:meth:`hooks`, registered)
+        run around ``forward`` from C++, and a call they are not all of (a hook of the
+        module's own, a backward hook, another global hook) goes to ``_call_impl`` as
+        before. Skipped: a module already compiled (``module.compile()``), one whose class
+        has its own ``_call_impl`` or ``_wrapped_call_impl``, and all of them while
+        TorchScript traces. Returns what :meth:`unbind_module_calls` undoes."""
+        base = torch.nn.Module
+        if torch._C._get_tracing_state() is not None:
+            return []
+        mm = torch.nn.modules.module
+        fn = self.rec.module_call({
+            "call_impl": base._call_impl, "forward_hooks": mm._global_forward_hooks,
+            "forward_pre_hooks": mm._global_forward_pre_hooks, "backward_hooks": mm._global_backward_hooks,
+            "backward_pre_hooks": mm._global_backward_pre_hooks,
+        })
+        bound = []
+        for mod in modules:
+            d = mod.__dict__
+            cls = type(mod)
+            if d.get("_compiled_call_impl") is not None or cls._call_impl is not base._call_impl \
+                    or cls._wrapped_call_impl is not base._wrapped_call_impl:
+                continue
+            call = types.MethodType(fn, mod)
+            d["_compiled_call_impl"] = call
+            bound.append((mod, call))
+        return bound
+
+    @staticmethod
+    def unbind_module_calls(bound: list[tuple[torch.nn.Module, Any]]) -> None:
+        """Undo :meth:`bind_module_calls` (a module whose ``_compiled_call_impl`` was set
+        anew since keeps it)."""
+        for mod, call in bound:
+            d = mod.__dict__
+            if d.get("_compiled_call_impl") is call:
+                del d["_compiled_call_impl"]
 
     # ---------------------------------------------------------------- recording
 
