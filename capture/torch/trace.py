@@ -203,49 +203,7 @@ class TorchTrace(TraceValues, TraceFrames):
         self._native: Any = None
         self.recorder_note: str | None = None
 
-    # ------------------------------------------------------------------ setup
-
-    def label_module(self, root: torch.nn.Module, prefix: str = "") -> None:
-        """Name ``root``'s submodules (attribute paths for module groups) and label its
-        parameters and buffers (``measured.param`` / ``measured.buffer``)."""
-        # One walk over the modules (named_parameters and named_buffers would each walk
-        # them again): parameters labelled first, then buffers, in the same order. With the
-        # cyclic collector paused (a label per parameter is a few allocations: a model of
-        # 57,000 parameters ran full collections over itself, 0.36 s of 0.44 s).
-        with gc_pause.paused():
-            self._label_modules(root, prefix)
-
-    def _label_modules(self, root: torch.nn.Module, prefix: str) -> None:
-        modules = list(root.named_modules(remove_duplicate=False, prefix=prefix))
-        for name, mod in modules:
-            if id(mod) not in self._paths:
-                self._paths[id(mod)] = name
-                self._modules_seen.append(mod)
-        for name, mod in modules:
-            for key, p in mod._parameters.items():
-                if p is None:
-                    continue
-                self._label(p, "param", f"{name}.{key}" if name else key)
-                if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
-                    self.dist.note_parameter(p)
-        self.dist.note_fsdp(root)
-        for name, mod in modules:
-            for key, buf in mod._buffers.items():
-                if buf is not None:
-                    self._label(buf, "buffer", f"{name}.{key}" if name else key)
-
-    def _label(self, t: _Tensor, kind: str, name: str) -> None:
-        if id(t) not in self._labels:
-            self._labels[id(t)] = (kind, name)
-            self._label_keep.append(t)  # ids stay valid while the label exists
-            if self._native is not None:
-                self._native.label(t, kind, name)
-
-    def label(self, t: _Tensor, kind: str, name: str) -> None:
-        """Label an outside tensor before it is first seen (``input`` / ``args[0]`` …)."""
-        self._label(t, kind, name)
-
-    # ------------------------------------------------------------------ values
+    # ------------------------------------------------------------------ labels and values
 
     # (capture.torch.trace_values.TraceValues)
 
