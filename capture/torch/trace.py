@@ -222,9 +222,6 @@ class TorchTrace(TraceValues, TraceFrames):
                                                                           self._guard(self._post_hook))
         pre = mm.register_module_forward_pre_hook(pre_hook)
         post = mm.register_module_forward_hook(post_hook, always_call=True)
-        # The model's own modules call those hooks from C++ (NativeRecording.bind_module_calls),
-        # not through Module._call_impl: the same calls, without its Python.
-        bound = native.bind_module_calls(self._modules_seen) if native is not None else None
         self._active = True
         # The trace allocates ~10 small objects per op: enough to trigger full cyclic
         # collections, each walking every object of torch and the model (~0.1 s per
@@ -274,8 +271,6 @@ class TorchTrace(TraceValues, TraceFrames):
             if native is not None:
                 native.stop()
             self._active = False
-            if bound is not None:
-                native.unbind_module_calls(bound)
             pre.remove()
             post.remove()
 

@@ -2058,6 +2058,22 @@ PyMethodDef module_call_def = {"module_call", reinterpret_cast<PyCFunction>(rein
                                METH_FASTCALL | METH_KEYWORDS,
                                "A module call while the native recorder records (module_call_fast)."};
 
+// A CPython function of ``def`` whose self is a capsule owning a reference to the recorder.
+py::object bound_to(PyMethodDef* def, const std::shared_ptr<Recorder>& r) {
+  auto* holder = new std::shared_ptr<Recorder>(r);
+  PyObject* cap = PyCapsule_New(holder, "tensorviz.recorder", [](PyObject* c) {
+    delete static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(c, "tensorviz.recorder"));
+  });
+  if (!cap) {
+    delete holder;
+    throw py::error_already_set();
+  }
+  py::object owner = py::reinterpret_steal<py::object>(cap);
+  PyObject* fn = PyCFunction_NewEx(def, owner.ptr(), nullptr);
+  if (!fn) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ Python API
@@ -2247,18 +2263,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("torch_function", [](PyRecorder& self) {
         // the handler (torch_function_fast), to be bound to the mode (types.MethodType):
         // PyTorch calls a mode's handler only if its __self__ is the mode
-        auto* holder = new std::shared_ptr<Recorder>(self.r);
-        PyObject* cap = PyCapsule_New(holder, "tensorviz.recorder", [](PyObject* c) {
-          delete static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(c, "tensorviz.recorder"));
-        });
-        if (!cap) {
-          delete holder;
-          throw py::error_already_set();
-        }
-        py::object owner = py::reinterpret_steal<py::object>(cap);
-        PyObject* fn = PyCFunction_NewEx(&torch_function_def, owner.ptr(), nullptr);
-        if (!fn) throw py::error_already_set();
-        return py::reinterpret_steal<py::object>(fn);
+        return bound_to(&torch_function_def, self.r);
       })
       .def("module_call", [](PyRecorder& self, py::dict cfg) {
         // module_call_fast over this recorder, to be bound to each module (types.MethodType)
@@ -2273,18 +2278,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         m.forward_name = py::str("forward");
         const char* own[4] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"};
         for (int i = 0; i < 4; ++i) m.own_hooks[i] = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(own[i]));
-        auto* holder = new std::shared_ptr<Recorder>(self.r);
-        PyObject* cap = PyCapsule_New(holder, "tensorviz.recorder", [](PyObject* c) {
-          delete static_cast<std::shared_ptr<Recorder>*>(PyCapsule_GetPointer(c, "tensorviz.recorder"));
-        });
-        if (!cap) {
-          delete holder;
-          throw py::error_already_set();
-        }
-        py::object owner = py::reinterpret_steal<py::object>(cap);
-        PyObject* fn = PyCFunction_NewEx(&module_call_def, owner.ptr(), nullptr);
-        if (!fn) throw py::error_already_set();
-        return py::reinterpret_steal<py::object>(fn);
+        return bound_to(&module_call_def, self.r);
       })
       .def("known", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());

@@ -122,6 +122,7 @@ class NativeRecording:
         self._checkpointed = len(b.nodes) // checkpoint_ops
         self._import()
         self._eager: Any = None
+        self._bound: list[tuple[torch.nn.Module, Any]] = []  # bind_module_calls, undone by stop
         self._flush = self.rec.flush
         # [0] the nodes recorded so far, [1] nonzero when a sync has more than rows to
         # hand over, [2] next_checkpoint (Recorder::state): read by the function mode
@@ -288,8 +289,13 @@ class NativeRecording:
         self.top()
         self._eager = _force_eager()
         self.rec.start(outer)
+        # The model's own modules call the hooks from C++ (bind_module_calls), not through
+        # Module._call_impl: the same calls, without its Python.
+        self._bound = self.bind_module_calls(self.trace._modules_seen)
 
     def stop(self) -> None:
+        bound, self._bound = self._bound, []
+        self.unbind_module_calls(bound)
         self.rec.stop()
         self.rec.set_top(-1, None, -1, False)
         eager, self._eager = self._eager, None
