@@ -5,7 +5,6 @@ classes and functions (the :class:`TraceFrames` part of the trace)."""
 from __future__ import annotations
 
 import sys
-import weakref
 from typing import Any
 
 
@@ -20,7 +19,11 @@ _UNSEEN = object()
 _LIBRARY_FILES: list[LibraryFiles] = []
 # Each code object's instruction positions, for every trace of the process: listing them
 # costs ~70 us for a transformers forward, once per code object instead of per capture.
-_POSITIONS: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+# Keyed by id, the code object kept with its list (so the id stays its own): a
+# WeakKeyDictionary hashed and compared the code object itself on every lookup, 2-3 us for
+# a transformers forward. Emptied past _POSITIONS_KEPT code objects.
+_POSITIONS: dict[int, tuple[Any, list[Any]]] = {}
+_POSITIONS_KEPT = 8192
 
 
 def library_files() -> LibraryFiles:
@@ -124,13 +127,17 @@ class TraceFrames:
         return self.b.frame(Frame(lib, code.co_firstlineno, 0, fn.__qualname__, True)) if lib is not None else None
 
     def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
-        positions = _POSITIONS.get(code)
-        if positions is None:
+        got = _POSITIONS.get(id(code))
+        if got is not None:  # its code object is alive (held here): the id is still its own
+            positions = got[1]
+        else:
             try:
                 positions = list(code.co_positions())
             except Exception:
                 positions = []
-            _POSITIONS[code] = positions
+            if len(_POSITIONS) >= _POSITIONS_KEPT:
+                _POSITIONS.clear()
+            _POSITIONS[id(code)] = (code, positions)
         pline, column = code_position(code, lasti, positions)
         line = pline or lineno
         fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))

@@ -131,6 +131,15 @@ Recorder* active = nullptr;
 thread_local bool tl_owner = false;
 // Set while a callback runs (see Inside, below the recorder).
 thread_local bool tl_inside = false;
+
+// The recorder's own tensor calls outside a callback (statistics, a wrapped number's
+// value, a value looked up from Python): not events. The flag, not a RecordFunctionGuard,
+// for the reason Inside gives; it is put back as it was (these nest inside callbacks).
+struct OwnCalls {
+  bool was;
+  OwnCalls() : was(tl_inside) { tl_inside = true; }
+  ~OwnCalls() { tl_inside = was; }
+};
 at::CallbackHandle handle = 0;
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn);
@@ -627,7 +636,7 @@ class Recorder {
       ++skipped;
       return;
     }
-    at::RecordFunctionGuard no_record(false);
+    OwnCalls own;
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     Stats s{};
     try {
@@ -1139,18 +1148,8 @@ class Recorder {
     }
     int64_t vid;
     {
-      // Not a RecordFunctionGuard: switching RecordFunction off and on rebuilds the
-      // thread's callbacks, twice per module call; an op here (none is expected) would
-      // be seen as the recorder's own, as inside a callback.
-      bool was_inside = tl_inside;
-      tl_inside = true;
-      try {
-        vid = value_of(THPVariable_Unpack(output));
-      } catch (...) {
-        tl_inside = was_inside;
-        throw;
-      }
-      tl_inside = was_inside;
+      OwnCalls own;  // an op here (none is expected) is the recorder's own
+      vid = value_of(THPVariable_Unpack(output));
     }
     note();
     if (state != nullptr && state[1]) hooks.sync_cb();  // a limit raises there, as in a sync
@@ -1236,7 +1235,7 @@ class Recorder {
     if (PyTuple_GET_SIZE(arg_tuple.ptr()) > 0 && PyUnicode_Compare(qualified, fm.data_name.ptr()) == 0) {
       PyObject* src = PyTuple_GET_ITEM(arg_tuple.ptr(), 0);
       if (THPVariable_Check(src) && THPVariable_Check(out.ptr())) {  // x.data: NativeRecording.data_of
-        at::RecordFunctionGuard no_record(false);
+        OwnCalls own;
         data_of(THPVariable_Unpack(src), THPVariable_Unpack(out.ptr()));
         note();
       }
@@ -1571,7 +1570,7 @@ class Recorder {
     if (v.isTensor()) {  // a wrapped number: a dispatch mode gets the number
       const at::Tensor& t = v.toTensor();
       if (!t.defined()) return py::none();
-      at::RecordFunctionGuard no_record(false);
+      OwnCalls own;
       switch (t.scalar_type()) {
         case at::kBool: return py::bool_(t.item<bool>());
         case at::kLong: return py::int_(t.item<int64_t>());
@@ -1648,28 +1647,43 @@ class Recorder {
     PyObject* got = stats_py[row];
     if (got) return got;
     const Stats& s = stats[row];
-    py::dict d;
-    auto num = [](double x) { return py::float_(x); };
-    if (s.masked) {
-      d["nan"] = py::int_(s.nan);
-      d["inf"] = py::int_(s.inf);
-      if (s.none) {
-        d["min"] = py::none(); d["max"] = py::none(); d["mean"] = py::none(); d["std"] = py::none();
-      } else {
-        d["min"] = num(s.mn); d["max"] = num(s.mx); d["mean"] = num(s.mean); d["std"] = num(s.sd);
+    ensure_keys();
+    PyObject* d = PyDict_New();
+    if (!d) throw py::error_already_set();
+    auto put = [&](PyObject* k, PyObject* v) {  // v: a new reference (None: borrowed, given one)
+      if (!v || PyDict_SetItem(d, k, v) < 0) {
+        Py_XDECREF(v);
+        Py_DECREF(d);
+        throw py::error_already_set();
       }
+      Py_DECREF(v);
+    };
+    auto spread = [&]() {
+      if (s.masked && s.none) {
+        for (PyObject* k : {K.min, K.max, K.mean, K.std}) put(k, Py_NewRef(Py_None));
+        return;
+      }
+      put(K.min, PyFloat_FromDouble(s.mn));
+      put(K.max, PyFloat_FromDouble(s.mx));
+      put(K.mean, PyFloat_FromDouble(s.mean));
+      put(K.std, PyFloat_FromDouble(s.sd));
+    };
+    if (s.masked) {  // NaN/Inf present: the counts first, as stats.py orders them
+      put(K.nan, PyLong_FromLongLong(s.nan));
+      put(K.inf, PyLong_FromLongLong(s.inf));
+      spread();
     } else {
-      d["min"] = num(s.mn); d["max"] = num(s.mx); d["mean"] = num(s.mean); d["std"] = num(s.sd);
-      d["nan"] = py::int_(0); d["inf"] = py::int_(0);
+      spread();
+      put(K.nan, PyLong_FromLongLong(0));
+      put(K.inf, PyLong_FromLongLong(0));
     }
-    got = d.release().ptr();
-    stats_py[row] = got;
-    return got;
+    stats_py[row] = d;
+    return d;
   }
 
   struct Keys {
     PyObject *device, *strides, *storage_offset, *layout, *bytes, *version_of, *written_by, *changed, *param, *buffer,
-        *input, *external, *requires_grad, *storage, *stats, *cpu, *result;
+        *input, *external, *requires_grad, *storage, *stats, *cpu, *result, *min, *max, *mean, *std, *nan, *inf;
   };
   Keys K{};
 
@@ -1678,7 +1692,8 @@ class Recorder {
     auto in = [](const char* s) { return PyUnicode_InternFromString(s); };
     K = Keys{in("device"), in("strides"), in("storage_offset"), in("layout"), in("bytes"), in("version_of"),
              in("written_by"), in("changed_outside_trace"), in("param"), in("buffer"), in("input"), in("external"),
-             in("requires_grad"), in("storage"), in("stats"), in("cpu"), in("result")};
+             in("requires_grad"), in("storage"), in("stats"), in("cpu"), in("result"), in("min"), in("max"),
+             in("mean"), in("std"), in("nan"), in("inf")};
   }
 
   static PyObject* int_list(c10::ArrayRef<int64_t> v) {
@@ -2184,13 +2199,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("resume", [](PyRecorder& self) { --self.r->paused; })
       .def("value_of", [](PyRecorder& self, py::object t) {
         at::Tensor x = THPVariable_Unpack(t.ptr());
-        at::RecordFunctionGuard no_record(false);
+        OwnCalls own;
         int64_t vid = self.r->value_of(x);
         self.r->note();
         return vid;
       })
       .def("data_of", [](PyRecorder& self, py::object src, py::object out) {
-        at::RecordFunctionGuard no_record(false);
+        OwnCalls own;
         self.r->data_of(THPVariable_Unpack(src.ptr()), THPVariable_Unpack(out.ptr()));
         self.r->note();
       })
