@@ -26,6 +26,21 @@ _POSITIONS: dict[int, tuple[Any, list[Any]]] = {}
 _POSITIONS_KEPT = 8192
 
 
+def code_positions(code: Any) -> list[Any]:
+    """``list(code.co_positions())``, kept for the process (empty when it has none)."""
+    got = _POSITIONS.get(id(code))
+    if got is not None:  # its code object is alive (held here): the id is still its own
+        return got[1]
+    try:
+        positions = list(code.co_positions())
+    except Exception:
+        positions = []
+    if len(_POSITIONS) >= _POSITIONS_KEPT:
+        _POSITIONS.clear()
+    _POSITIONS[id(code)] = (code, positions)
+    return positions
+
+
 def library_files() -> LibraryFiles:
     """This process's :class:`LibraryFiles` (its answers are per file and stay true while
     the process lives; made again once Flax is imported, whose layers it tells apart)."""
@@ -127,18 +142,7 @@ class TraceFrames:
         return self.b.frame(Frame(lib, code.co_firstlineno, 0, fn.__qualname__, True)) if lib is not None else None
 
     def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
-        got = _POSITIONS.get(id(code))
-        if got is not None:  # its code object is alive (held here): the id is still its own
-            positions = got[1]
-        else:
-            try:
-                positions = list(code.co_positions())
-            except Exception:
-                positions = []
-            if len(_POSITIONS) >= _POSITIONS_KEPT:
-                _POSITIONS.clear()
-            _POSITIONS[id(code)] = (code, positions)
-        pline, column = code_position(code, lasti, positions)
+        pline, column = code_position(code, lasti, code_positions(code))
         line = pline or lineno
         fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))
         assert fid is not None

@@ -271,8 +271,9 @@ struct Maker {
 class Recorder {
  public:
   // configuration
-  Maker value_cls, node_cls, operand_cls;
-  py::object code_kind_cb, intern_cb, before_write_cb;
+  Maker value_cls, node_cls, operand_cls, frame_cls;
+  py::object code_kind_cb, before_write_cb;
+  py::object frame_ids, frame_list;  // the builder's (GraphBuilder._frame_ids, .frames)
   int64_t max_ops, max_values;
   bool stats_on, params_later;
   PyObject* outer = nullptr;
@@ -309,6 +310,7 @@ class Recorder {
   // frames
   std::unordered_map<PyObject*, int8_t> code_kind;  // 0 neither, 1 workspace, 2 library
   std::unordered_map<PyObject*, PyObject*> code_path;
+  std::unordered_map<PyObject*, PyObject*> code_positions;  // its co_positions() as a list
   std::unordered_map<uint64_t, int64_t> addr_frame;
   Frame top;
   int64_t group = -1;
@@ -380,6 +382,7 @@ class Recorder {
   ~Recorder() {
     for (auto& kv : code_kind) Py_DECREF(kv.first);
     for (auto& kv : code_path) Py_XDECREF(kv.second);
+    for (auto& kv : code_positions) Py_XDECREF(kv.second);
     for (auto& kv : dtype_names) Py_XDECREF(kv.second);
     for (PyObject* o : stats_py) Py_XDECREF(o);
     for (auto& op : ops) Py_XDECREF(op.py_name);
@@ -879,18 +882,24 @@ class Recorder {
   int8_t kind_of(PyObject* code) {
     auto it = code_kind.find(code);
     if (it != code_kind.end()) return it->second;
+    // NativeRecording._code_kind: (path, library, positions) or None
     py::object got = code_kind_cb(py::reinterpret_borrow<py::object>(code));
     int8_t k = 0;
     PyObject* path = nullptr;
+    PyObject* positions = nullptr;
     if (!got.is_none()) {
       py::tuple tup = got.cast<py::tuple>();
       k = tup[1].cast<bool>() ? 2 : 1;
       path = tup[0].ptr();
+      positions = tup[2].ptr();
+      if (!PyList_CheckExact(positions)) throw std::invalid_argument("code_kind: positions must be a list");
       Py_INCREF(path);
+      Py_INCREF(positions);
     }
     Py_INCREF(code);
     code_kind.emplace(code, k);
     code_path.emplace(code, path);
+    code_positions.emplace(code, positions);
     return k;
   }
 
@@ -900,11 +909,46 @@ class Recorder {
                    (static_cast<uint64_t>(library) << 63);
     auto it = addr_frame.find(key);
     if (it != addr_frame.end()) return it->second;
-    py::object fid = intern_cb(py::reinterpret_borrow<py::object>(code), lasti, PyFrame_GetLineNumber(f),
-                               py::reinterpret_borrow<py::object>(code_path[code]), library);
-    int64_t got = fid.is_none() ? -1 : fid.cast<int64_t>();
+    int64_t got = new_frame(code, f, lasti, code_path[code], library);
     addr_frame.emplace(key, got);
     return got;
+  }
+
+  // TraceFrames._intern_frame, here: the line and column of the instruction at byte offset
+  // lasti (its entry of the code's co_positions list, which Python keeps per code object),
+  // else the frame's line number, else the code's first line; the Frame made and interned
+  // as GraphBuilder.frame interns it (the same key, in the same table).
+  int64_t new_frame(PyObject* code, PyFrameObject* f, int lasti, PyObject* path, bool library) {
+    PyObject* positions = code_positions[code];
+    long line = 0, column = 0;
+    if (positions && lasti >= 0 && lasti / 2 < PyList_GET_SIZE(positions)) {
+      PyObject* at = PyList_GET_ITEM(positions, lasti / 2);  // (line, end_line, column, end_column)
+      if (PyTuple_Check(at) && PyTuple_GET_SIZE(at) == 4) {
+        PyObject* l = PyTuple_GET_ITEM(at, 0);
+        PyObject* c = PyTuple_GET_ITEM(at, 2);
+        if (PyLong_Check(l)) line = PyLong_AsLong(l);
+        if (PyLong_Check(c)) column = PyLong_AsLong(c);
+      }
+    }
+    if (line == 0) line = PyFrame_GetLineNumber(f);  // `pline or lineno`
+    if (line == 0) line = reinterpret_cast<PyCodeObject*>(code)->co_firstlineno;
+    py::object qualname = py::reinterpret_steal<py::object>(PyObject_GetAttrString(code, "co_qualname"));
+    if (!qualname) throw py::error_already_set();
+    py::object ln = py::reinterpret_steal<py::object>(PyLong_FromLong(line));
+    py::object col = py::reinterpret_steal<py::object>(PyLong_FromLong(column));
+    PyObject* lib = library ? Py_True : Py_False;
+    py::object key = py::reinterpret_steal<py::object>(PyTuple_Pack(5, path, ln.ptr(), col.ptr(), qualname.ptr(), lib));
+    if (!key) throw py::error_already_set();
+    PyObject* known = PyDict_GetItemWithError(frame_ids.ptr(), key.ptr());  // borrowed
+    if (known) return PyLong_AsLongLong(known);
+    if (PyErr_Occurred()) throw py::error_already_set();
+    PyObject* args[5] = {path, ln.ptr(), col.ptr(), qualname.ptr(), lib};
+    py::object frame = py::reinterpret_steal<py::object>(frame_cls.make(args, 5));
+    Py_ssize_t fid = PyList_GET_SIZE(frame_list.ptr());
+    py::object id = py::reinterpret_steal<py::object>(PyLong_FromSsize_t(fid));
+    if (PyDict_SetItem(frame_ids.ptr(), key.ptr(), id.ptr()) < 0 || PyList_Append(frame_list.ptr(), frame.ptr()) < 0)
+      throw py::error_already_set();
+    return fid;
   }
 
   // TraceFrames.frame_of from the innermost Python frame (GIL held).
@@ -2105,7 +2149,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         rec->node_cls.init(cfg["node"]);
         rec->operand_cls.init(cfg["operand"]);
         rec->code_kind_cb = cfg["code_kind"];
-        rec->intern_cb = cfg["intern"];
+        rec->frame_cls.init(cfg["frame"]);
+        rec->frame_ids = cfg["frame_ids"];
+        rec->frame_list = cfg["frames"];
+        if (!PyDict_CheckExact(rec->frame_ids.ptr()) || !PyList_CheckExact(rec->frame_list.ptr()))
+          throw std::invalid_argument("Recorder: frame_ids must be a dict and frames a list");
         rec->before_write_cb = cfg["before_write"];
         rec->max_ops = cfg["max_ops"].cast<int64_t>();
         rec->max_values = cfg["max_values"].cast<int64_t>();

@@ -21,8 +21,9 @@ from typing import Any, Callable
 
 import torch
 
-from ...graph.model import Group, Node, Operand, Value
+from ...graph.model import Frame, Group, Node, Operand, Value
 from ...worker.errors import LimitExceeded
+from ..trace_frames import code_positions
 from . import NativeUnavailable, load, requested
 
 # The trace (capture.torch.trace.TorchTrace) is typed Any here: it imports this module.
@@ -114,7 +115,8 @@ class NativeRecording:
         # process). They reach this object through a weak reference instead.
         self.rec = module.Recorder({
             "value": Value, "node": Node, "operand": Operand,
-            "code_kind": _weakly(self, NativeRecording._code_kind), "intern": _weakly(self, NativeRecording._intern),
+            "code_kind": _weakly(self, NativeRecording._code_kind),
+            "frame": Frame, "frames": b.frames, "frame_ids": b._frame_ids,
             "before_write": _weakly(self, NativeRecording._before_write),
             "max_ops": b.limits.max_ops, "max_values": b.limits.max_values,
             "stats": statistics is not None, "parameters_later": trace._parameters_later,
@@ -155,21 +157,16 @@ class NativeRecording:
 
     # ---------------------------------------------------------------- callbacks from C++
 
-    def _code_kind(self, code: Any) -> tuple[str, bool] | None:
+    def _code_kind(self, code: Any) -> tuple[str, bool, list[Any]] | None:
+        """``(path, library, positions)`` of a code object the recorder meets first (its
+        ``co_positions`` list, which the recorder reads its frames' lines and columns
+        from), or None for code in neither the workspace nor a library."""
         trace = self.trace
         kind = trace._code_kind.get(id(code), _UNSEEN)
         if kind is _UNSEEN:
             trace._codes.append(code)
             kind = trace._code_kind[id(code)] = trace._code_kind_of(code)
-        return kind
-
-    def _intern(self, code: Any, lasti: int, lineno: int, path: str, library: bool) -> int:
-        trace = self.trace
-        key = (id(code), lasti)
-        fid = trace._addr_frame.get(key)
-        if fid is None:
-            fid = trace._addr_frame[key] = trace._intern_frame(code, lasti, lineno, path, library)
-        return fid
+        return None if kind is None else (*kind, code_positions(code))
 
     def _before_write(self, sid: int) -> None:
         statistics = self.trace.statistics
