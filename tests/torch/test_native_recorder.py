@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -346,6 +347,24 @@ class ModuleCalls(nn.Module):
         return made_here(d["y"]) + self.shared(x)
 
 
+class OtherThread(nn.Module):
+    """Ops another thread runs mid-forward (on the forward's own input and on tensors of
+    its own) are not the recording's: a dispatch mode is per thread, and the native
+    recorder's callback is registered for the recording's thread alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        got: list[torch.Tensor] = []
+        worker = threading.Thread(target=lambda: got.append(torch.relu(x * 2) + torch.ones(2, 4).sum()))
+        worker.start()
+        worker.join()
+        return torch.tanh(y) + got[0].detach().clone()
+
+
 class OwnHooks(nn.Module):
     """Module calls the native recorder leaves to ``Module._call_impl``: a child with hooks
     of its own (a pre-hook changing its argument, a hook changing its result), a hook
@@ -387,6 +406,7 @@ PATTERNS: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple]]] = {
     "a one-kernel call last, after a write through a view": (LastAfterWrite, lambda: (torch.randn(2, 3),)),
     "module calls named and closed every way": (ModuleCalls, lambda: (torch.randn(2, 8),)),
     "module calls with hooks of their own": (OwnHooks, lambda: (torch.randn(2, 4),)),
+    "ops another thread runs mid-forward": (OtherThread, lambda: (torch.randn(2, 4),)),
 }
 
 
@@ -954,3 +974,13 @@ def test_a_graph_class_with_post_init_is_made_through_its_init(native, monkeypat
     operands = [o for n in cap.nodes for o in n.inputs]
     assert operands and all(type(o) is CountedOperand for o in operands)
     assert made == [o.position for o in operands]
+
+
+def test_ops_another_thread_runs_mid_forward_are_not_recorded(native, monkeypatch):
+    """The recorder's callback is the recording thread's: the other thread's ReLU, mul,
+    ones and sum are not ops of the graph; what the forward itself runs after the thread
+    joined (tanh, the add, the copy of the thread's result) is."""
+    data = same_graph(OtherThread, lambda: (torch.randn(2, 4),), monkeypatch)
+    ops = [n["op"] for n in data["nodes"]]
+    assert not any(op.startswith(("aten::relu", "aten::mul", "aten::ones", "aten::sum")) for op in ops), ops
+    assert any(op.startswith("aten::tanh") for op in ops) and any(op.startswith("aten::clone") for op in ops), ops

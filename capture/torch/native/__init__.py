@@ -1,6 +1,6 @@
 """The native Torch recorder: the capture's fast path (issue 51).
 
-``recorder.cpp`` is a C++ ``RecordFunction`` global callback that records the ops a
+``recorder.cpp`` is a C++ ``RecordFunction`` callback (the recording thread's) that records the ops a
 ``TorchDispatchMode`` would see (an event is a graph op when every event above it is
 ``CompositeImplicitAutograd`` and it is not one itself), with the trace's value identity,
 versions, storages, literals, frames and activation statistics, in C++ columns that

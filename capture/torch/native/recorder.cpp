@@ -1,5 +1,5 @@
-// TensorViz's native Torch recorder: a RecordFunction global callback recording the ops a
-// TorchDispatchMode would see (capture.torch.trace's _Mode), with the same value identity,
+// TensorViz's native Torch recorder: a RecordFunction callback of the recording thread,
+// recording the ops a TorchDispatchMode would see (capture.torch.trace's _Mode), with the same value identity,
 // versions, storages, literals, frames and activation statistics, into C++ columns that
 // flush() turns into the trace's Value / Node / Operand objects. See capture/torch/native/.
 #include <torch/extension.h>
@@ -1916,10 +1916,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     active->note();
   }
   // Nothing this event calls is a graph op (a graph op's kernel, an op no dispatch mode
-  // sees): RecordFunction off on this thread until it ends, so its inner ops are neither
-  // boxed nor called back (the next end on this thread is this event's).
+  // sees): the recorder's callback (thread-local) off until it ends, so its inner ops are
+  // neither boxed nor called back (the next end it sees is this event's). Not
+  // enableRecordFunction(false): that rebuilt the callbacks of every scope, under the
+  // global callbacks' mutex, twice per op; this rebuilds the one scope the callback has.
   if (!active->open.empty() && !active->open.back().children_visible) {
-    at::enableRecordFunction(false);
+    at::disableCallback(handle);
     active->rf_off = true;
   }
   return nullptr;
@@ -1928,7 +1930,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!tl_owner || !active || tl_inside) return;
   if (active->rf_off) {
-    at::enableRecordFunction(true);
+    at::reenableCallback(handle);
     active->rf_off = false;
   }
   Inside own_work;
@@ -1948,14 +1950,14 @@ at::CallbackHandle probe_handle = 0;
 thread_local bool tl_probe_off = false;
 
 std::unique_ptr<at::ObserverContext> probe_start(const at::RecordFunction&) {
-  at::enableRecordFunction(false);
+  at::disableCallback(probe_handle);
   tl_probe_off = true;
   return nullptr;
 }
 
 void probe_end(const at::RecordFunction&, at::ObserverContext*) {
   if (tl_probe_off) {
-    at::enableRecordFunction(true);
+    at::reenableCallback(probe_handle);
     tl_probe_off = false;
   }
 }
@@ -2216,18 +2218,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         r.outer = outer.ptr();
         active = self.r.get();
         tl_owner = true;
-        handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+        // thread-local: this thread's ops only (other threads' are not the recording's)
+        handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_start, &on_end)
                                            .needsInputs(true)
                                            .needsOutputs(true)
                                            .scopes({at::RecordScope::FUNCTION}));
       })
       .def("stop", [](PyRecorder& self) {
-        if (handle) at::removeCallback(handle);
+        if (handle) at::removeCallback(handle);  // this thread's, as start registered it
         handle = 0;
-        if (self.r->rf_off) {
-          at::enableRecordFunction(true);
-          self.r->rf_off = false;
-        }
+        self.r->rf_off = false;
         if (active == self.r.get()) active = nullptr;
         tl_owner = false;
         self.r->outer = nullptr;
@@ -2366,7 +2366,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     // the probe above on or off (a benchmark's floor; never while recording)
     if (on && active) throw std::runtime_error("a native recording is running");
     if (on && !probe_handle)
-      probe_handle = at::addGlobalCallback(at::RecordFunctionCallback(&probe_start, &probe_end)
+      probe_handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&probe_start, &probe_end)
                                                .needsInputs(true)
                                                .needsOutputs(true)
                                                .scopes({at::RecordScope::FUNCTION}));
