@@ -11,34 +11,12 @@ from typing import Any
 from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import Frame
 from ..worker.builder import GraphBuilder
-from ..worker.plugin_helpers import code_position
+from ..worker.plugin_helpers import code_position, code_positions
 from ..worker.workspace_files import WorkspaceFiles
 
 
 _UNSEEN = object()
 _LIBRARY_FILES: list[LibraryFiles] = []
-# Each code object's instruction positions, for every trace of the process: listing them
-# costs ~70 us for a transformers forward, once per code object instead of per capture.
-# Keyed by id, the code object kept with its list (so the id stays its own): a
-# WeakKeyDictionary hashed and compared the code object itself on every lookup, 2-3 us for
-# a transformers forward. Emptied past _POSITIONS_KEPT code objects.
-_POSITIONS: dict[int, tuple[Any, list[Any]]] = {}
-_POSITIONS_KEPT = 8192
-
-
-def code_positions(code: Any) -> list[Any]:
-    """``list(code.co_positions())``, kept for the process (empty when it has none)."""
-    got = _POSITIONS.get(id(code))
-    if got is not None:  # its code object is alive (held here): the id is still its own
-        return got[1]
-    try:
-        positions = list(code.co_positions())
-    except Exception:
-        positions = []
-    if len(_POSITIONS) >= _POSITIONS_KEPT:
-        _POSITIONS.clear()
-    _POSITIONS[id(code)] = (code, positions)
-    return positions
 
 
 def library_files() -> LibraryFiles:

@@ -20,6 +20,30 @@ def describe_type(obj: Any) -> str:
     return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
+# Each code object's instruction positions, for every trace of the process: listing them
+# costs ~70 us for a transformers forward, once per code object instead of per capture.
+# Keyed by id, the code object kept with its list (so the id stays its own): a
+# WeakKeyDictionary hashed and compared the code object itself on every lookup, 2-3 us for
+# a transformers forward. Emptied past _POSITIONS_KEPT code objects.
+_POSITIONS: dict[int, tuple[Any, list[Any]]] = {}
+_POSITIONS_KEPT = 8192
+
+
+def code_positions(code: Any) -> list[Any]:
+    """``list(code.co_positions())``, kept for the process (empty when it has none)."""
+    got = _POSITIONS.get(id(code))
+    if got is not None:  # its code object is alive (held here): the id is still its own
+        return got[1]
+    try:
+        positions = list(code.co_positions())
+    except Exception:
+        positions = []
+    if len(_POSITIONS) >= _POSITIONS_KEPT:
+        _POSITIONS.clear()
+    _POSITIONS[id(code)] = (code, positions)
+    return positions
+
+
 def code_position(code: Any, lasti: int, positions: list[Any] | None = None) -> tuple[int | None, int]:
     """(line, 0-based column) of the instruction at byte offset ``lasti`` of ``code``
     (``co_positions``; ``positions``: that list when the caller keeps it); ``(None, 0)``

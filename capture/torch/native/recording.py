@@ -23,7 +23,7 @@ import torch
 
 from ...graph.model import Frame, Group, Node, Operand, Value
 from ...worker.errors import LimitExceeded
-from ..trace_frames import code_positions
+from ...worker.plugin_helpers import code_positions
 from . import NativeUnavailable, load, requested
 
 # The trace (capture.torch.trace.TorchTrace) is typed Any here: it imports this module.
