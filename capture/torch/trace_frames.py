@@ -11,7 +11,7 @@ from typing import Any
 from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import Frame
 from ..worker.builder import GraphBuilder
-from ..worker.plugin_helpers import code_position, code_positions
+from ..worker.plugin_helpers import code_position
 from ..worker.workspace_files import WorkspaceFiles
 
 
@@ -120,7 +120,7 @@ class TraceFrames:
         return self.b.frame(Frame(lib, code.co_firstlineno, 0, fn.__qualname__, True)) if lib is not None else None
 
     def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
-        pline, column = code_position(code, lasti, code_positions(code))
+        pline, column = code_position(code, lasti)
         line = pline or lineno
         fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))
         assert fid is not None

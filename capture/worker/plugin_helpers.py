@@ -44,15 +44,10 @@ def code_positions(code: Any) -> list[Any]:
     return positions
 
 
-def code_position(code: Any, lasti: int, positions: list[Any] | None = None) -> tuple[int | None, int]:
+def code_position(code: Any, lasti: int) -> tuple[int | None, int]:
     """(line, 0-based column) of the instruction at byte offset ``lasti`` of ``code``
-    (``co_positions``; ``positions``: that list when the caller keeps it); ``(None, 0)``
-    when the code object does not say."""
-    if positions is None:
-        try:
-            positions = list(code.co_positions())
-        except (AttributeError, TypeError, ValueError):
-            return None, 0
+    (its :func:`code_positions` entry); ``(None, 0)`` when the code object does not say."""
+    positions = code_positions(code)
     if 0 <= lasti // 2 < len(positions):
         line, _, column, _ = positions[lasti // 2]
         return line, column or 0

@@ -129,12 +129,15 @@ struct Frame {
 class Recorder;
 Recorder* active = nullptr;
 thread_local bool tl_owner = false;
-// Set while a callback runs (see Inside, below the recorder).
+// Set while the recorder's own work runs (OwnCalls).
 thread_local bool tl_inside = false;
 
-// The recorder's own tensor calls outside a callback (statistics, a wrapped number's
-// value, a value looked up from Python): not events. The flag, not a RecordFunctionGuard,
-// for the reason Inside gives; it is put back as it was (these nest inside callbacks).
+// The recorder's own work: a callback (on_start, on_end), and its tensor calls outside one
+// (statistics, a wrapped number's value, a value looked up from Python). The tensor calls
+// made there (and Python's, from its callbacks) are not events. A flag rather than a
+// RecordFunctionGuard: switching RecordFunction off and on rebuilds the thread's active
+// callbacks each time (~3% of a small model's capture, two guards per event); such calls
+// are rare and only boxed. Put back as it was: these nest.
 struct OwnCalls {
   bool was;
   OwnCalls() : was(tl_inside) { tl_inside = true; }
@@ -1893,19 +1896,10 @@ class Recorder {
   }
 };
 
-// Set while a callback runs: the tensor calls the recorder makes there (and Python's, from
-// its callbacks) are not events. A flag rather than a RecordFunctionGuard: switching
-// RecordFunction off and on rebuilds the thread's active callbacks each time (~3% of a
-// small model's capture, two guards per event); such calls are rare and only boxed.
-struct Inside {
-  Inside() { tl_inside = true; }
-  ~Inside() { tl_inside = false; }
-};
-
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!tl_owner || !active || tl_inside) return nullptr;
   {
-    Inside own_work;
+    OwnCalls own_work;
     try {
       active->start_event(fn);
     } catch (const std::exception& e) {
@@ -1933,7 +1927,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
     at::reenableCallback(handle);
     active->rf_off = false;
   }
-  Inside own_work;
+  OwnCalls own_work;
   try {
     active->end_event(fn);
   } catch (const std::exception& e) {
